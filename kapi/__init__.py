@@ -1,0 +1,7 @@
+"""kapi: a Kubernetes API server in Python."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,138 @@
+"""The ``kapi`` command line: flags -> Config -> trio.run(serve)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+import trio
+
+from . import __version__
+from .config import Config
+
+
+def _duration_s(text: str) -> float:
+    """A Go-style duration (``5m``, ``90s``, ``1h30m``, ``250ms``) or plain seconds."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    units = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001, "us": 1e-6, "ns": 1e-9}
+    total, num, i = 0.0, "", 0
+    while i < len(text):
+        c = text[i]
+        if c.isdigit() or c == ".":
+            num += c
+            i += 1
+            continue
+        unit = text[i:i + 2] if text[i:i + 2] in units else c
+        if unit not in units or not num:
+            raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
+        total += float(num) * units[unit]
+        num = ""
+        i += len(unit)
+    if num:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (missing unit)")
+    return total
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
+
+
+def _sizes(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in filter(None, text.split(",")):
+        name, _, size = item.partition("#")
+        try:
+            out[name.strip()] = int(size)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid watch cache size {item!r} (want resource#size)") from None
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kapi", description="A Kubernetes API server in Python.")
+    parser.add_argument("--version", action="version", version=f"kapi {__version__} (Kubernetes v1.33 API)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="run the API server", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    d = Config()
+    s.add_argument("--data-dir", default=d.data_dir, help="state, certificates and admin.kubeconfig live here")
+    s.add_argument("--bind-address", default=d.bind_address, help="address to listen on")
+    s.add_argument("--secure-port", type=int, default=d.secure_port, help="HTTPS port; 0 picks a free one")
+    s.add_argument("--storage-backend", choices=("sqlite", "memory"), default=d.storage_backend,
+                   help="sqlite (embedded file under --data-dir) or memory (nothing survives a restart)")
+    s.add_argument("--group-commit", type=_bool, default=d.group_commit,
+                   help="sqlite: share one transaction and fsync among the writes waiting for it")
+    s.add_argument("--default-watch-cache-size", type=int, default=d.default_watch_cache_size,
+                   help="initial watch cache event window per resource")
+    s.add_argument("--watch-cache-sizes", type=_sizes, default={},
+                   help="per-resource watch cache sizes, resource#size,...")
+    s.add_argument("--max-requests-inflight", type=int, default=d.max_requests_inflight)
+    s.add_argument("--max-mutating-requests-inflight", type=int, default=d.max_mutating_requests_inflight)
+    s.add_argument("--authorization-mode", default=",".join(d.authorization_mode),
+                   help="comma-separated: AlwaysAllow, AlwaysDeny")
+    s.add_argument("--token-auth-file", default="", help='CSV of token,user,uid,"group1,group2"')
+    s.add_argument("--anonymous-auth", type=_bool, default=d.anonymous_auth,
+                   help="allow requests without credentials as system:anonymous")
+    s.add_argument("--request-timeout", type=_duration_s, default=d.request_timeout_s,
+                   help="default timeout of non-long-running requests")
+    s.add_argument("--min-request-timeout", type=_duration_s, default=d.min_request_timeout_s,
+                   help="watches without timeoutSeconds last a random time in [this, 2x this)")
+    s.add_argument("--shutdown-delay-duration", type=_duration_s, default=d.shutdown_delay_s,
+                   help="after SIGTERM, time during which /readyz fails before the server stops accepting")
+    s.add_argument("--shutdown-timeout", type=_duration_s, default=d.shutdown_timeout_s,
+                   help="how long in-flight requests may take to finish on shutdown")
+    s.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes, help="larger bodies get 413")
+    s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    return Config(
+        data_dir=args.data_dir,
+        bind_address=args.bind_address,
+        secure_port=args.secure_port,
+        storage_backend=args.storage_backend,
+        group_commit=args.group_commit,
+        default_watch_cache_size=args.default_watch_cache_size,
+        watch_cache_sizes=args.watch_cache_sizes,
+        max_requests_inflight=args.max_requests_inflight,
+        max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        authorization_mode=tuple(m.strip() for m in args.authorization_mode.split(",") if m.strip()),
+        token_auth_file=args.token_auth_file,
+        anonymous_auth=args.anonymous_auth,
+        request_timeout_s=args.request_timeout,
+        min_request_timeout_s=args.min_request_timeout,
+        shutdown_delay_s=args.shutdown_delay_duration,
+        shutdown_timeout_s=args.shutdown_timeout,
+        max_body_bytes=args.max_body_bytes,
+        log_level=args.log_level,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    config = config_from_args(args)
+    logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    from .server import serve
+
+    try:
+        trio.run(serve, config)
+    except KeyboardInterrupt:
+        pass
+    except (ValueError, OSError) as exc:
+        logging.getLogger("kapi").error("%s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

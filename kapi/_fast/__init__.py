@@ -1,0 +1,30 @@
+"""Chooses between the compiled (Cython) and pure-Python twins of the hot paths.
+
+``KAPI_NO_EXTENSIONS=1`` or a non-CPython interpreter forces the pure twins;
+otherwise the compiled module is used and the pure one is the fallback only
+when it was not built (``ImportError``). ``KAPI_REQUIRE_EXTENSIONS=1`` turns
+that fallback into an error.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import TYPE_CHECKING
+
+_want_c = os.environ.get("KAPI_NO_EXTENSIONS") != "1" and platform.python_implementation() == "CPython"
+USING_EXTENSIONS = False
+
+if TYPE_CHECKING or not _want_c:
+    from .listenc_py import encode_list_chunks
+else:
+    try:
+        from .listenc_c import encode_list_chunks  # type: ignore[no-redef]
+
+        USING_EXTENSIONS = True
+    except ImportError:
+        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
+            raise
+        from .listenc_py import encode_list_chunks
+
+__all__ = ["USING_EXTENSIONS", "encode_list_chunks"]

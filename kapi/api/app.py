@@ -1,0 +1,267 @@
+"""The ASGI entry: the only reader of the ASGI scope. Builds the chain around the router."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import orjson
+import trio
+
+from .. import errors
+from ..auth.authn import Authenticator
+from ..auth.authz import Authorizer
+from . import negotiate
+from .discovery import Discovery
+from .handlers import Handlers, RequestContext
+from .request import parse_query, request_info
+from .responses import Response, status_response, text_response
+
+log = logging.getLogger("kapi.api")
+
+Handler = Callable[[RequestContext], Awaitable[Response]]
+Scope = dict[str, Any]
+_PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+
+
+@dataclass
+class Health:
+    """Health checks shared with the server: readiness flips to failing first on shutdown."""
+
+    ready: bool = False
+    shutting_down: bool = False
+    checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
+
+    def report(self, kind: str, only: str, verbose: bool, exclude: list[str]) -> Response:
+        results: list[tuple[str, bool]] = [("ping", True), ("log", True)]
+        results += [(name, check()) for name, check in self.checks.items()]
+        if kind == "readyz":
+            results.append(("informer-sync", self.ready))
+            results.append(("shutdown", not self.shutting_down))
+        if only:
+            found = [r for r in results if r[0] == only]
+            if not found:
+                return text_response("404 page not found\n", 404)
+            ok = found[0][1]
+            return text_response("ok" if ok else "internal server error: check failed", 200 if ok else 500)
+        results = [r for r in results if r[0] not in exclude]
+        ok = all(passed for _, passed in results)
+        if verbose or not ok:
+            lines = [f"[+]{n} ok" if passed else f"[-]{n} failed: reason withheld" for n, passed in results]
+            lines.append(f"{kind} check passed" if ok else f"{kind} check failed")
+            return text_response("\n".join(lines) + "\n", 200 if ok else 503 if kind == "readyz" else 500)
+        return text_response("ok")
+
+
+@dataclass
+class App:
+    """The ASGI application kapi serves."""
+
+    handlers: Handlers
+    discovery: Discovery
+    openapi: Any
+    authn: Authenticator
+    authz: Authorizer
+    health: Health
+    version_info: dict[str, str]
+    max_body_bytes: int = 3 * 1024 * 1024
+    server_address: str = ""
+    closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
+    _chain: Handler | None = None
+
+    def __post_init__(self) -> None:
+        # Outermost first; authorize after authenticate, so a user exists.
+        chain = [self._authenticate, self._authorize]
+        handler: Handler = self._route
+        for wrap in reversed(chain):
+            handler = wrap(handler)
+        self._chain = handler
+
+    # ---------------------------------------------------------------- ASGI
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        try:
+            ctx = await self._context(scope, receive)
+            assert self._chain is not None
+            resp = await self._chain(ctx)
+        except errors.StatusError as err:
+            resp = status_response(err)
+        except Exception:
+            log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
+            resp = status_response(errors.InternalError("an error on the server has prevented the request "
+                                                        "from succeeding"))
+        await _send(resp, scope, receive, send, self.closing)
+
+    async def _context(self, scope: Scope, receive: Any) -> RequestContext:
+        headers: dict[str, str] = {}
+        for k, v in scope.get("headers", []):
+            name = k.decode("latin-1").lower()
+            value = v.decode("latin-1")
+            headers[name] = f"{headers[name]},{value}" if name in headers and name == "accept" else value
+        method = scope["method"]
+        path = scope.get("path", "/")
+        query = parse_query(scope.get("query_string", b""))
+        info = request_info(method, path, query)
+        body = await _read_body(receive, self.max_body_bytes) if method in ("POST", "PUT", "PATCH", "DELETE") \
+            else b""
+        return RequestContext(method, path, query, headers, info, body)
+
+    # --------------------------------------------------------------- chain
+
+    def _authenticate(self, inner: Handler) -> Handler:
+        async def authenticate(ctx: RequestContext) -> Response:
+            ctx.user = self.authn.authenticate(ctx.header("authorization"))
+            return await inner(ctx)
+
+        return authenticate
+
+    def _authorize(self, inner: Handler) -> Handler:
+        async def authorize(ctx: RequestContext) -> Response:
+            info = ctx.info
+            if info.is_resource:
+                self.authz.authorize(ctx.user, info.verb, info.resource, info.group, info.namespace, info.name)
+            elif ctx.path not in _PUBLIC_PATHS and not ctx.path.startswith(("/healthz/", "/livez/", "/readyz/")):
+                self.authz.authorize(ctx.user, info.verb, "", "", "", "")
+            return await inner(ctx)
+
+        return authorize
+
+    # -------------------------------------------------------------- router
+
+    async def _route(self, ctx: RequestContext) -> Response:
+        info = ctx.info
+        if info.is_resource:
+            return await self.handlers.handle(ctx)
+        path = ctx.path.rstrip("/") or "/"
+        if ctx.method not in ("GET", "HEAD"):
+            if info.parts and info.parts[0] in ("api", "apis"):
+                raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+            raise errors.NotFound("the server could not find the requested resource")
+        for kind in ("healthz", "livez", "readyz"):
+            if path == f"/{kind}" or path.startswith(f"/{kind}/"):
+                only = path[len(kind) + 2:]
+                exclude = [ctx.query["exclude"]] if "exclude" in ctx.query else []
+                return self.health.report(kind, only, "verbose" in ctx.query, exclude)
+        if path == "/version":
+            return Response(200, orjson.dumps(self.version_info, option=orjson.OPT_INDENT_2))
+        if path == "/api":
+            return self._discovery(ctx, core=True)
+        if path == "/apis":
+            return self._discovery(ctx, core=False)
+        if path.startswith("/openapi/"):
+            return self._openapi(ctx, path)
+        body = None
+        if info.api_prefix == "api" and info.version:
+            body = self.discovery.resource_list("", info.version)
+        elif info.api_prefix == "apis" and info.group and info.version:
+            body = self.discovery.resource_list(info.group, info.version)
+        elif info.api_prefix == "apis" and info.group:
+            body = self.discovery.api_group(info.group)
+        if body is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        return Response(200, body)
+
+    def _discovery(self, ctx: RequestContext, *, core: bool) -> Response:
+        out = negotiate.choose_output(ctx.header("accept"), allow_as=("APIGroupDiscoveryList",))
+        if out.as_kind == "APIGroupDiscoveryList":
+            body, etag = self.discovery.aggregated(core, out.as_version)
+            ctype = f"application/json;g=apidiscovery.k8s.io;v={out.as_version};as=APIGroupDiscoveryList"
+            headers = [("ETag", etag), ("Vary", "Accept")]
+            if ctx.header("if-none-match") == etag:
+                return Response(304, b"", ctype, headers)
+            return Response(200, body, ctype, headers)
+        body = self.discovery.api_versions(self.server_address) if core else self.discovery.api_group_list()
+        return Response(200, body, headers=[("Vary", "Accept")])
+
+    def _openapi(self, ctx: RequestContext, path: str) -> Response:
+        doc = self.openapi.serve(path, ctx.query, ctx.header("accept"))
+        if doc is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        body, content_type, etag = doc
+        headers = [("ETag", etag), ("Vary", "Accept")] if etag else []
+        if etag and ctx.header("if-none-match") == etag:
+            return Response(304, b"", content_type, headers)
+        return Response(200, body, content_type, headers)
+
+
+async def _read_body(receive: Any, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise errors.BadRequest("client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: trio.Event) -> None:
+    headers = [(b"content-type", resp.content_type.encode())]
+    if resp.stream is None:
+        headers.append((b"content-length", str(len(resp.body)).encode()))
+    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
+    await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+    if resp.stream is None:
+        body = resp.body if scope.get("method") != "HEAD" else b""
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+        return
+    await _send_stream(resp, receive, send, closing)
+
+
+async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Event) -> None:
+    """Stream chunks until done, the client goes away, or the server starts shutting down."""
+    assert resp.stream is not None
+    stream = resp.stream
+    disconnected = False
+    async with trio.open_nursery() as nursery:
+
+        async def watch_disconnect() -> None:
+            nonlocal disconnected
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    disconnected = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+        async def watch_closing() -> None:
+            await closing.wait()
+            nursery.cancel_scope.cancel()
+
+        async def pump() -> None:
+            try:
+                async for chunk in stream:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    with trio.CancelScope(shield=True):
+                        await aclose()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch_disconnect)
+        nursery.start_soon(watch_closing)
+        nursery.start_soon(pump)
+    if not disconnected:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _lifespan(receive: Any, send: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

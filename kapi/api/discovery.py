@@ -1,0 +1,126 @@
+"""Discovery documents (/api, /apis, group and group-version lists, aggregated v2/v2beta1)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from ..registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
+
+Obj = dict[str, Any]
+
+
+def _storage_version_hash(res: Resource) -> str:
+    digest = hashlib.sha256(f"{res.group}/{res.version}/{res.kind}".encode()).digest()
+    import base64
+
+    return base64.b64encode(digest[:8]).decode()
+
+
+def _legacy_resource(res: Resource) -> Obj:
+    out: Obj = {"name": res.resource, "singularName": res.singular, "namespaced": res.namespaced,
+                "kind": res.kind, "verbs": list(res.verbs)}
+    if res.short_names:
+        out["shortNames"] = list(res.short_names)
+    if res.categories:
+        out["categories"] = list(res.categories)
+    out["storageVersionHash"] = _storage_version_hash(res)
+    return out
+
+
+def _legacy_subresource(res: Resource, sub: str) -> Obj:
+    out: Obj = {"name": f"{res.resource}/{sub}", "singularName": "", "namespaced": res.namespaced,
+                "kind": res.kind, "verbs": list(SUBRESOURCE_VERBS[sub])}
+    if sub == "scale":
+        out.update(group="autoscaling", version="v1", kind="Scale")
+    return out
+
+
+def _aggregated_resource(res: Resource) -> Obj:
+    out: Obj = {
+        "resource": res.resource,
+        "responseKind": {"group": res.group, "version": res.version, "kind": res.kind},
+        "scope": "Namespaced" if res.namespaced else "Cluster",
+        "singularResource": res.singular,
+        "verbs": list(res.verbs),
+    }
+    if res.short_names:
+        out["shortNames"] = list(res.short_names)
+    if res.categories:
+        out["categories"] = list(res.categories)
+    subs = []
+    for sub in sorted(res.subresources):
+        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"} if sub == "scale" else \
+            {"group": res.group, "version": res.version, "kind": res.kind}
+        subs.append({"subresource": sub, "responseKind": kind, "verbs": list(SUBRESOURCE_VERBS[sub])})
+    if subs:
+        out["subresources"] = subs
+    return out
+
+
+@dataclass
+class Discovery:
+    """Every discovery document, encoded once."""
+
+    table: ResourceTable
+    _cache: dict[str, bytes] = field(default_factory=dict)
+
+    def _encode(self, key: str, doc: Obj) -> bytes:
+        if key not in self._cache:
+            self._cache[key] = orjson.dumps(doc)
+        return self._cache[key]
+
+    def api_versions(self, server_address: str) -> bytes:
+        return orjson.dumps({"kind": "APIVersions", "versions": ["v1"],
+                             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                             "serverAddress": server_address}]})
+
+    def _group(self, group: str, versions: list[str]) -> Obj:
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
+
+    def api_group_list(self) -> bytes:
+        groups = [self._group(g, vs) for g, vs in self.table.groups() if g]
+        return self._encode("groups", {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+    def api_group(self, group: str) -> bytes | None:
+        for g, vs in self.table.groups():
+            if g == group and g:
+                return self._encode("group:" + g, {"kind": "APIGroup", "apiVersion": "v1", **self._group(g, vs)})
+        return None
+
+    def resource_list(self, group: str, version: str) -> bytes | None:
+        resources = self.table.in_group_version(group, version)
+        if not resources:
+            return None
+        items: list[Obj] = []
+        for res in sorted(resources, key=lambda r: r.resource):
+            items.append(_legacy_resource(res))
+            for sub in sorted(res.subresources):
+                items.append(_legacy_subresource(res, sub))
+        gv = f"{group}/{version}" if group else version
+        return self._encode(f"resources:{gv}", {"kind": "APIResourceList", "apiVersion": "v1",
+                                                "groupVersion": gv, "resources": items})
+
+    def aggregated(self, core: bool, version: str) -> tuple[bytes, str]:
+        """The APIGroupDiscoveryList for /api (core) or /apis, and its ETag."""
+        key = f"aggregated:{core}:{version}"
+        if key not in self._cache:
+            items = []
+            for group, versions in self.table.groups():
+                if bool(group) == core:
+                    continue
+                md: Obj = {"name": group} if group else {"creationTimestamp": None}
+                vs = [{"version": v,
+                       "resources": [_aggregated_resource(r) for r in
+                                     sorted(self.table.in_group_version(group, v), key=lambda r: r.resource)],
+                       "freshness": "Current"} for v in versions]
+                items.append({"metadata": md, "versions": vs})
+            doc = {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
+                   "metadata": {}, "items": items}
+            self._cache[key] = orjson.dumps(doc)
+        body = self._cache[key]
+        return body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"'

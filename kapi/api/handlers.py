@@ -1,0 +1,350 @@
+"""One coroutine per verb: decode the request, call the registry, write the response."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Iterator
+
+import orjson
+import trio
+import yaml
+
+from .. import errors
+from .._fast import encode_list_chunks
+from ..listopts import parse_list_options
+from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from ..registry.resources import Resource, ResourceTable
+from ..registry.store import DeleteOptions, ListPage, Registry, WriteOptions
+from ..schema import Schema, prune_unknown_fields, unknown_fields
+from . import negotiate
+from .negotiate import JSON, YAML, Output
+from .request import RequestInfo
+from .responses import Response, encode, object_response, success_status
+from .tables import build_table
+
+Obj = dict[str, Any]
+_FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
+
+
+@dataclass
+class RequestContext:
+    """One request as the handlers see it (no ASGI scope)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    info: RequestInfo
+    body: bytes = b""
+    user: Any = None
+    warnings: list[str] = field(default_factory=list)
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name, "")
+
+
+@dataclass
+class Handlers:
+    """The verb handlers, bound to the registry and schema a server built."""
+
+    registry: Registry
+    table: ResourceTable
+    schema: Schema
+    min_request_timeout_s: float = 1800.0
+
+    # ------------------------------------------------------------ routing
+
+    def resource_for(self, info: RequestInfo) -> Resource:
+        res = self.table.get(info.group, info.version, info.resource)
+        if res is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.subresource and info.subresource not in res.subresources:
+            raise errors.NotFound("the server could not find the requested resource")
+        if info.namespace and not res.namespaced:
+            raise errors.NotFound("the server could not find the requested resource")
+        return res
+
+    async def handle(self, ctx: RequestContext) -> Response:
+        info = ctx.info
+        res = self.resource_for(info)
+        verb = info.verb
+        allowed = res.verbs if not info.subresource else ("get", "patch", "update")
+        if info.subresource == "finalize":
+            allowed = ("update",)
+        if verb not in allowed and not (verb == "watch" and "watch" in res.verbs):
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        method = getattr(self, verb)
+        resp: Response = await method(ctx, res)
+        for w in ctx.warnings:
+            resp.headers.append(("Warning", f'299 - "{w}"'))
+        return resp
+
+    # --------------------------------------------------------------- read
+
+    async def get(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        out = negotiate.choose_output(ctx.header("accept"), include_object=ctx.query.get("includeObject", ""))
+        if info.subresource == "scale":
+            return object_response(await self.registry.get_scale(res, info.namespace, info.name), out)
+        obj = await self.registry.get(res, info.namespace, info.name)
+        if out.as_kind == "Table":
+            table = build_table(res.resource, res.group, [obj], time.time(), include_object=out.include_object,
+                                list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")})
+            return object_response(_table_version(table, out), out)
+        if out.as_kind == "PartialObjectMetadata":
+            return object_response(_partial(obj, out.as_version), out)
+        return object_response(obj, out)
+
+    async def list(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        opts = parse_list_options(ctx.query)
+        out = negotiate.choose_output(ctx.header("accept"), include_object=ctx.query.get("includeObject", ""))
+        page = await self.registry.list(res, info.namespace, opts)
+        list_meta: Obj = {"resourceVersion": page.resource_version}
+        if page.continue_token:
+            list_meta["continue"] = page.continue_token
+        if page.remaining:
+            list_meta["remainingItemCount"] = page.remaining
+        if out.as_kind == "Table":
+            table = build_table(res.resource, res.group, page.items, time.time(),
+                                include_object=out.include_object, list_meta=list_meta)
+            return object_response(_table_version(table, out), out)
+        if out.as_kind in ("PartialObjectMetadataList", "PartialObjectMetadata"):
+            body = {"kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{out.as_version}",
+                    "metadata": list_meta, "items": [_partial(o, out.as_version) for o in page.items]}
+            return object_response(body, out)
+        return self._list_body(res, page.items, list_meta, out)
+
+    @staticmethod
+    def _list_body(res: Resource, items: list[Obj], list_meta: Obj, out: Output) -> Response:
+        if out.media_type == YAML:
+            return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
+                                    "metadata": list_meta, "items": [_untyped(o) for o in items]}, out)
+        head = b'{"kind":"%s","apiVersion":"%s","metadata":%s,"items":[' % (
+            res.list_kind.encode(), res.group_version.encode(), orjson.dumps(list_meta))
+        encoded = [orjson.dumps(_untyped(o)) for o in items]
+        return Response(200, b"", JSON, stream=_chunks(encode_list_chunks(head, encoded, b"]}", LIST_CHUNK_BYTES)))
+
+    # -------------------------------------------------------------- write
+
+    def _write_options(self, ctx: RequestContext) -> WriteOptions:
+        dry = ctx.query.get("dryRun", "")
+        if dry and dry != "All":
+            raise errors.BadRequest(f'Invalid dryRun value: "{dry}": valid values are "All"')
+        manager = ctx.query.get("fieldManager", "")
+        if len(manager) > 128:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
+                "FieldValueTooLong", "Too long: may not be more than 128 bytes", "fieldManager")])
+        return WriteOptions(dry_run=bool(dry), field_manager=manager)
+
+    def _decode_object(self, ctx: RequestContext, res: Resource, *, kind: str = "") -> Obj:
+        media = negotiate.body_media_type(ctx.header("content-type"))
+        if not ctx.body.strip():
+            raise errors.BadRequest("Object 'Kind' is missing in ''")
+        if media == YAML:
+            try:
+                obj = yaml.safe_load(ctx.body)
+            except yaml.YAMLError as exc:
+                raise errors.BadRequest(f"error converting YAML to JSON: {exc}") from None
+        else:
+            try:
+                obj = orjson.loads(ctx.body)
+            except orjson.JSONDecodeError as exc:
+                raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+        if not isinstance(obj, dict):
+            raise errors.BadRequest(f"couldn't get version/kind; json parse error: "
+                                    f"cannot unmarshal {type(obj).__name__} into Go value of type struct")
+        return self._validate_fields(ctx, res, obj, kind=kind)
+
+    def _validate_fields(self, ctx: RequestContext, res: Resource, obj: Obj, *, kind: str = "") -> Obj:
+        """fieldValidation: Strict rejects unknown fields, Warn warns, and both Warn and Ignore drop them."""
+        mode = ctx.query.get("fieldValidation", "Warn") or "Warn"
+        if mode not in _FIELD_VALIDATION:
+            raise errors.BadRequest(f"invalid fieldValidation directive: {mode}, valid values: "
+                                    "Ignore, Warn, Strict")
+        group, version, kind = ("autoscaling", "v1", "Scale") if kind == "Scale" else \
+            (res.group, res.version, res.kind)
+        unknown = unknown_fields(self.schema, (group, version, kind), obj)
+        if not unknown:
+            return obj
+        if mode == "Strict":
+            raise errors.BadRequest("strict decoding error: " + ", ".join(
+                f'unknown field "{p}"' for p in unknown))
+        if mode == "Warn":
+            ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
+        return prune_unknown_fields(self.schema, (group, version, kind), obj)
+
+    async def create(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        opts = self._write_options(ctx)
+        out = negotiate.choose_output(ctx.header("accept"))
+        obj = self._decode_object(ctx, res)
+        created = await self.registry.create(res, info.namespace, obj, opts)
+        return object_response(created, out, status=201)
+
+    async def update(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        opts = self._write_options(ctx)
+        out = negotiate.choose_output(ctx.header("accept"))
+        if info.subresource == "scale":
+            scale = self._decode_object(ctx, res, kind="Scale")
+            updated = await self.registry.update_scale(res, info.namespace, info.name, lambda _: scale, opts)
+            return object_response(updated, out)
+        obj = self._decode_object(ctx, res)
+        result, created = await self.registry.update(res, info.namespace, info.name, obj, opts, info.subresource)
+        return object_response(result, out, status=201 if created else 200)
+
+    async def patch(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        opts = self._write_options(ctx)
+        out = negotiate.choose_output(ctx.header("accept"))
+        ptype = negotiate.body_media_type(ctx.header("content-type"), patch=True)
+        try:
+            patch = orjson.loads(ctx.body) if ctx.body.strip() else None
+        except orjson.JSONDecodeError as exc:
+            raise errors.BadRequest(f"error decoding patch: {exc}") from None
+        if patch is None:
+            raise errors.BadRequest("the body of the request was empty")
+        is_scale = info.subresource == "scale"
+        gvk = ("autoscaling", "v1", "Scale") if is_scale else (res.group, res.version, res.kind)
+
+        def mutate(current: Obj) -> Obj:
+            original_rv = current.get("metadata", {}).get("resourceVersion")
+            if ptype == "application/json-patch+json":
+                if not isinstance(patch, list):
+                    raise errors.BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+                new = apply_json_patch(current, patch)
+            elif ptype == "application/merge-patch+json":
+                if not isinstance(patch, dict):
+                    raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
+                new = apply_merge_patch(current, patch)
+            else:
+                if not isinstance(patch, dict):
+                    raise errors.BadRequest("error decoding patch: a strategic merge patch must be a JSON object")
+                new = apply_strategic_merge_patch(current, patch, self.schema, gvk)
+            if not isinstance(new, dict):
+                raise errors.BadRequest("the patch did not produce an object")
+            new = self._validate_fields(ctx, res, new, kind="Scale" if is_scale else "")
+            new_rv = new.get("metadata", {}).get("resourceVersion")
+            if new_rv and new_rv != original_rv:
+                raise errors.conflict(res.resource, res.group, info.name, errors.OPTIMISTIC_LOCK_MSG)
+            md = new.get("metadata")
+            if isinstance(md, dict):
+                if md.get("name", info.name) != info.name:
+                    raise errors.BadRequest(f"the name of the object ({md.get('name')}) does not match the "
+                                            f"name on the URL ({info.name})")
+            return new
+
+        if is_scale:
+            return object_response(await self.registry.update_scale(res, info.namespace, info.name, mutate, opts),
+                                   out)
+        result = await self.registry.guaranteed_update(res, info.namespace, info.name, mutate, opts,
+                                                       info.subresource)
+        return object_response(result, out)
+
+    # ------------------------------------------------------------- delete
+
+    def _delete_options(self, ctx: RequestContext) -> DeleteOptions:
+        body: Obj = {}
+        if ctx.body.strip():
+            try:
+                body = orjson.loads(ctx.body)
+            except orjson.JSONDecodeError as exc:
+                raise errors.BadRequest(f"error decoding DeleteOptions: {exc}") from None
+            if not isinstance(body, dict):
+                raise errors.BadRequest("DeleteOptions must be a JSON object")
+        q = ctx.query
+        grace: int | None = body.get("gracePeriodSeconds")
+        if "gracePeriodSeconds" in q:
+            try:
+                grace = int(q["gracePeriodSeconds"])
+            except ValueError:
+                raise errors.BadRequest(f'gracePeriodSeconds: invalid value "{q["gracePeriodSeconds"]}"') from None
+        policy = q.get("propagationPolicy") or body.get("propagationPolicy") or ""
+        orphan = body.get("orphanDependents")
+        if "orphanDependents" in q:
+            orphan = q["orphanDependents"] in ("1", "true", "True")
+        pre = body.get("preconditions") or {}
+        dry = q.get("dryRun", "") or ("All" if "All" in (body.get("dryRun") or []) else "")
+        if dry and dry != "All":
+            raise errors.BadRequest(f'Invalid dryRun value: "{dry}": valid values are "All"')
+        if orphan is not None and policy:
+            raise errors.invalid("DeleteOptions", "", "", [errors.Cause(
+                "FieldValueInvalid", "Invalid value: \"%s\": orphanDependents and deletionPropagation "
+                "cannot be both set" % policy, "propagationPolicy")])
+        return DeleteOptions(dry_run=bool(dry), grace_period_s=grace, propagation_policy=policy,
+                             orphan_dependents=orphan, precondition_uid=pre.get("uid") or "",
+                             precondition_rv=pre.get("resourceVersion") or "")
+
+    async def delete(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        opts = self._delete_options(ctx)
+        out = negotiate.choose_output(ctx.header("accept"))
+        result = await self.registry.delete(res, info.namespace, info.name, opts)
+        if not result.deleted:
+            return object_response(result.obj, out, status=200)
+        if res.resource in ("pods", "namespaces"):
+            return object_response(result.obj, out, status=200)
+        md = result.obj.get("metadata", {})
+        return object_response(success_status(name=info.name, group=res.group, kind=res.resource,
+                                              uid=md.get("uid", "")), out)
+
+    async def deletecollection(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        opts = self._delete_options(ctx)
+        list_opts = parse_list_options(ctx.query)
+        out = negotiate.choose_output(ctx.header("accept"))
+        page: ListPage = await self.registry.delete_collection(res, info.namespace, list_opts, opts)
+        return self._list_body(res, page.items, {"resourceVersion": page.resource_version}, out)
+
+    # -------------------------------------------------------------- watch
+
+    async def watch(self, ctx: RequestContext, res: Resource) -> Response:
+        info = ctx.info
+        query = dict(ctx.query)
+        if info.name:
+            query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector", ""),
+                                                            f"metadata.name={info.name}"]))
+        query["watch"] = "true"
+        opts = parse_list_options(query)
+        negotiate.choose_output(ctx.header("accept"), allow_as=())
+        timeout = opts.timeout_seconds
+        if timeout is None or timeout <= 0:
+            timeout = int(self.min_request_timeout_s * (1 + random.random()))
+        events = self.registry.watch(res, info.namespace, opts)
+        return Response(200, b"", JSON, stream=_watch_stream(events, timeout))
+
+
+async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def _watch_stream(events: AsyncIterator[tuple[str, Obj]], timeout_s: float) -> AsyncIterator[bytes]:
+    """Newline-delimited watch events until the timeout; an ERROR event ends the stream."""
+    with trio.move_on_after(timeout_s):
+        async for kind, obj in events:
+            yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            if kind == "ERROR":
+                break
+
+
+def _untyped(obj: Obj) -> Obj:
+    """List items carry no kind/apiVersion of their own, as kube-apiserver's typed lists."""
+    if "kind" in obj or "apiVersion" in obj:
+        return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    return obj
+
+
+def _partial(obj: Obj, version: str) -> Obj:
+    return {"kind": "PartialObjectMetadata", "apiVersion": f"meta.k8s.io/{version}",
+            "metadata": obj.get("metadata", {})}
+
+
+def _table_version(table: Obj, out: Output) -> Obj:
+    table["apiVersion"] = f"meta.k8s.io/{out.as_version or 'v1'}"
+    return table
+

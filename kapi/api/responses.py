@@ -1,0 +1,60 @@
+"""Response values and the writers for objects, lists and Status errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import orjson
+import yaml
+
+from .. import errors
+from .negotiate import JSON, YAML, Output
+
+Obj = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Response:
+    """What a handler answers: a body, or a stream of chunks."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = JSON
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    stream: AsyncIterator[bytes] | None = None
+
+
+def encode(obj: Any, media_type: str = JSON) -> bytes:
+    if media_type == YAML:
+        return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True).encode()
+    return orjson.dumps(obj)
+
+
+def object_response(obj: Any, out: Output | None = None, status: int = 200) -> Response:
+    media = out.media_type if out else JSON
+    return Response(status, encode(obj, media), media)
+
+
+def status_response(err: errors.StatusError) -> Response:
+    resp = Response(err.code, orjson.dumps(err.to_status()), JSON)
+    if err.retry_after_s > 0:
+        resp.headers.append(("Retry-After", str(err.retry_after_s)))
+    for k, v in err.headers.items():
+        resp.headers.append((k, v))
+    return resp
+
+
+def success_status(*, name: str, group: str, kind: str, uid: str) -> Obj:
+    """The Status a DELETE answers when the object is gone and the resource returns no object."""
+    details: Obj = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    if uid:
+        details["uid"] = uid
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+def text_response(text: str, status: int = 200) -> Response:
+    return Response(status, text.encode(), "text/plain; charset=utf-8")

@@ -1,0 +1,54 @@
+"""Authentication: bearer tokens (static file, the admin token) and anonymous requests."""
+
+from __future__ import annotations
+
+import csv
+import hmac
+from dataclasses import dataclass, field
+
+from .. import errors
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+
+
+ANONYMOUS = User("system:anonymous", groups=("system:unauthenticated",))
+
+
+def read_token_file(path: str) -> dict[str, User]:
+    """kube-apiserver's --token-auth-file: ``token,user,uid,"group1,group2"`` per line."""
+    users: dict[str, User] = {}
+    with open(path, newline="") as f:
+        for lineno, row in enumerate(csv.reader(f), 1):
+            if not row or row[0].startswith("#"):
+                continue
+            if len(row) < 3:
+                raise ValueError(f"{path}:{lineno}: need at least token,user,uid")
+            groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if len(row) > 3 else ()
+            users[row[0].strip()] = User(row[1].strip(), row[2].strip(), groups + ("system:authenticated",))
+    return users
+
+
+@dataclass
+class Authenticator:
+    """Maps a request's credentials to a User, or refuses it with 401."""
+
+    tokens: dict[str, User] = field(default_factory=dict)
+    anonymous: bool = True
+
+    def authenticate(self, authorization: str) -> User:
+        if authorization:
+            scheme, _, token = authorization.partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                token = token.strip()
+                for known, user in self.tokens.items():
+                    if hmac.compare_digest(known, token):
+                        return user
+            raise errors.Unauthorized("Unauthorized")
+        if self.anonymous:
+            return ANONYMOUS
+        raise errors.Unauthorized("Unauthorized")

@@ -1,0 +1,31 @@
+"""Object encodings: msgpack for storage values, JSON (orjson) for the wire."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+import orjson
+
+from . import errors
+
+
+def encode_value(obj: dict[str, Any]) -> bytes:
+    """An object as stored: msgpack, without its resourceVersion (the revision holds it)."""
+    return msgpack.packb(obj, use_bin_type=True)
+
+
+def decode_value(data: bytes) -> dict[str, Any]:
+    return msgpack.unpackb(data, raw=False, strict_map_key=False)  # type: ignore[no-any-return]
+
+
+def to_json(obj: Any) -> bytes:
+    return orjson.dumps(obj)
+
+
+def from_json(data: bytes) -> Any:
+    """Decode a request body; 400 BadRequest on anything that is not JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise errors.BadRequest(f"error decoding body as JSON: {exc}") from None

@@ -1,0 +1,135 @@
+"""List options (resourceVersion, resourceVersionMatch, limit, continue) and continue tokens."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import posixpath
+from dataclasses import dataclass
+
+import orjson
+
+from . import errors
+from .meta import parse_resource_version
+
+TOKEN_VERSION = "meta.k8s.io/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueToken:
+    """Where a paginated list resumes: the revision of page one and the next key."""
+
+    revision: int  # -1: continue at the latest revision (inconsistent continuation)
+    start: str  # the key to start from, relative to the list prefix
+
+
+def encode_continue(revision: int, next_key: str, prefix: str) -> str:
+    """kube-apiserver's token: base64url (no padding) of ``{"v","rv","start"}``."""
+    start = next_key[len(prefix):] if next_key.startswith(prefix) else next_key
+    raw = orjson.dumps({"v": TOKEN_VERSION, "rv": revision, "start": start})
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def decode_continue(token: str) -> ContinueToken:
+    """Parse a continue token; 400 BadRequest when it was not made by this server's rules."""
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        raise errors.BadRequest("continue key is not valid: incorrect encoded start resourceVersion "
+                                "(version meta.k8s.io/v1)") from None
+    if not isinstance(data, dict) or data.get("v") != TOKEN_VERSION:
+        raise errors.BadRequest("continue key is not valid: server does not recognize this encoded version")
+    rv = data.get("rv")
+    start = data.get("start")
+    if not isinstance(rv, int) or rv == 0:
+        raise errors.BadRequest("continue key is not valid: incorrect encoded start resourceVersion "
+                                "(version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start:
+        raise errors.BadRequest("continue key is not valid: encoded start key empty")
+    # The start key must be a clean relative path: no escaping the list prefix.
+    cleaned = posixpath.normpath("/" + start)
+    if cleaned.startswith("/.."):
+        raise errors.BadRequest("continue key is not valid: encoded start key is not a valid path")
+    return ContinueToken(revision=rv, start=start)
+
+
+@dataclass(frozen=True, slots=True)
+class ListOptions:
+    """The parsed and validated list/watch query parameters."""
+
+    resource_version: str = ""
+    resource_version_match: str = ""
+    limit: int = 0
+    continue_token: str = ""
+    label_selector: str = ""
+    field_selector: str = ""
+    watch: bool = False
+    allow_watch_bookmarks: bool = False
+    send_initial_events: bool | None = None
+    timeout_seconds: int | None = None
+
+
+def _bool(value: str) -> bool:
+    return value in ("1", "true", "True", "TRUE", "t", "T")
+
+
+def _list_options_invalid(field: str, value: str, detail: str) -> errors.Invalid:
+    cause = errors.Cause(reason="FieldValueInvalid" if value else "FieldValueForbidden",
+                         message=detail, field=field)
+    return errors.Invalid(f'ListOptions.meta.k8s.io "" is invalid: {field}: {detail}',
+                          group="meta.k8s.io", kind="ListOptions", causes=[cause])
+
+
+def parse_list_options(query: dict[str, str]) -> ListOptions:
+    """Build and validate ListOptions from a query (SEMANTICS §1.1)."""
+    limit = 0
+    if "limit" in query and query["limit"] != "":
+        try:
+            limit = int(query["limit"])
+        except ValueError:
+            raise errors.BadRequest(f'limit: Invalid value: "{query["limit"]}": must be an integer') from None
+        limit = max(limit, 0)
+    timeout: int | None = None
+    if query.get("timeoutSeconds"):
+        try:
+            timeout = int(query["timeoutSeconds"])
+        except ValueError:
+            raise errors.BadRequest(f'timeoutSeconds: Invalid value: "{query["timeoutSeconds"]}"') from None
+    sie: bool | None = None
+    if "sendInitialEvents" in query:
+        sie = _bool(query["sendInitialEvents"])
+    opts = ListOptions(
+        resource_version=query.get("resourceVersion", ""),
+        resource_version_match=query.get("resourceVersionMatch", ""),
+        limit=limit,
+        continue_token=query.get("continue", ""),
+        label_selector=query.get("labelSelector", ""),
+        field_selector=query.get("fieldSelector", ""),
+        watch=_bool(query.get("watch", "")),
+        allow_watch_bookmarks=_bool(query.get("allowWatchBookmarks", "")),
+        send_initial_events=sie,
+        timeout_seconds=timeout,
+    )
+    if opts.resource_version and opts.resource_version != "0":
+        parse_resource_version(opts.resource_version)
+    match = opts.resource_version_match
+    if match:
+        if not opts.resource_version and not (opts.watch and sie):
+            raise _list_options_invalid("resourceVersionMatch", "",
+                                        "resourceVersionMatch is forbidden unless resourceVersion is provided")
+        if opts.continue_token:
+            raise _list_options_invalid("resourceVersionMatch", "",
+                                        "resourceVersionMatch is forbidden when continue is provided")
+        if match not in ("Exact", "NotOlderThan"):
+            raise _list_options_invalid(
+                "resourceVersionMatch", match,
+                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"')
+        if match == "Exact" and opts.resource_version == "0":
+            raise _list_options_invalid("resourceVersionMatch", match,
+                                        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+    if sie is not None and not opts.watch:
+        raise _list_options_invalid("sendInitialEvents", "", "sendInitialEvents is forbidden for list")
+    if opts.continue_token and opts.resource_version not in ("", "0"):
+        raise errors.BadRequest('specifying resource version is not allowed when using continue')
+    return opts

@@ -1,0 +1,132 @@
+"""The server's own CA, serving certificate, admin credential and admin kubeconfig."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+_DNS_NAMES = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+              "kubernetes.default.svc.cluster.local")
+_IPS = ("127.0.0.1", "::1", "10.96.0.1")
+
+
+@dataclass(frozen=True, slots=True)
+class Pki:
+    """Paths of the files under ``DIR/pki``, and the admin token."""
+
+    ca_cert: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_token: str
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _cert(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey,
+          signing_key: ec.EllipticCurvePrivateKey, *, ca: bool, days: int,
+          sans: list[x509.GeneralName] | None = None) -> x509.Certificate:
+    now = dt.datetime.now(dt.timezone.utc)
+    builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
+               .serial_number(x509.random_serial_number())
+               .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=days))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if ca:
+        builder = builder.add_extension(x509.KeyUsage(
+            digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
+            key_encipherment=False, data_encipherment=False, key_agreement=False, encipher_only=False,
+            decipher_only=False), critical=True)
+        builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+    else:
+        builder = builder.add_extension(x509.KeyUsage(
+            digital_signature=True, key_encipherment=True, content_commitment=False, data_encipherment=False,
+            key_agreement=False, key_cert_sign=False, crl_sign=False, encipher_only=False,
+            decipher_only=False), critical=True)
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(signing_key, hashes.SHA256())
+
+
+def ensure_pki(data_dir: Path, bind_address: str) -> Pki:
+    """Make the CA, serving certificate and admin token on first start; reuse them later."""
+    pki = data_dir / "pki"
+    pki.mkdir(parents=True, exist_ok=True)
+    ca_cert_path, ca_key_path = pki / "ca.crt", pki / "ca.key"
+    srv_cert_path, srv_key_path = pki / "apiserver.crt", pki / "apiserver.key"
+    token_path = pki / "admin.token"
+    if not ca_cert_path.exists() or not ca_key_path.exists():
+        ca_key = _key()
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kapi-ca")])
+        ca_cert = _cert(name, name, ca_key.public_key(), ca_key, ca=True, days=3650)
+        _write_private(ca_key_path, _pem_key(ca_key))
+        ca_cert_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+        srv_cert_path.unlink(missing_ok=True)
+    ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
+    ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
+    ips = set(_IPS)
+    if bind_address not in ("0.0.0.0", "::", ""):
+        ips.add(bind_address)
+    if not srv_cert_path.exists() or _missing_ip(srv_cert_path, ips):
+        key = _key()
+        sans: list[x509.GeneralName] = [x509.DNSName(n) for n in _DNS_NAMES]
+        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in sorted(ips)]
+        cert = _cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]), ca_cert.subject,
+                     key.public_key(), ca_key, ca=False, days=365, sans=sans)  # type: ignore[arg-type]
+        _write_private(srv_key_path, _pem_key(key))
+        srv_cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    if not token_path.exists():
+        _write_private(token_path, secrets.token_urlsafe(32).encode())
+    return Pki(ca_cert_path, srv_cert_path, srv_key_path, token_path.read_text().strip())
+
+
+def _missing_ip(cert_path: Path, ips: set[str]) -> bool:
+    cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return True
+    have = {str(ip) for ip in san.get_values_for_type(x509.IPAddress)}
+    return not {str(ipaddress.ip_address(i)) for i in ips} <= have
+
+
+def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
+    """The admin kubeconfig: CA embedded, the admin bearer token (group system:masters)."""
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kapi", "cluster": {
+            "server": server,
+            "certificate-authority-data": base64.b64encode(pki.ca_cert.read_bytes()).decode()}}],
+        "users": [{"name": "kapi-admin", "user": {"token": pki.admin_token}}],
+        "contexts": [{"name": "kapi", "context": {"cluster": "kapi", "user": "kapi-admin",
+                                                   "namespace": "default"}}],
+        "current-context": "kapi",
+        "preferences": {},
+    }
+    tmp = path.with_suffix(".tmp")
+    _write_private(tmp, yaml.safe_dump(doc, sort_keys=False).encode())
+    os.replace(tmp, path)

@@ -1,0 +1,61 @@
+"""Conversion between a resource's served shape and its storage shape.
+
+Only events need it: events.k8s.io/v1 Events are stored as core/v1 Events (one
+store, two views), with kube-apiserver's field mapping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .resources import Resource
+
+Obj = dict[str, Any]
+
+# events.k8s.io/v1 field <- core/v1 field
+_EVENT_FIELDS = (
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("reportingController", "reportingComponent"),
+    ("reportingInstance", "reportingInstance"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+    ("action", "action"),
+    ("reason", "reason"),
+    ("related", "related"),
+    ("type", "type"),
+    ("eventTime", "eventTime"),
+    ("series", "series"),
+)
+
+
+def _is_events_v1(res: Resource) -> bool:
+    return res.group == "events.k8s.io"
+
+
+def from_storage(res: Resource, obj: Obj) -> Obj:
+    """The stored object as ``res`` serves it."""
+    if not _is_events_v1(res):
+        return obj
+    out: Obj = {"kind": "Event", "apiVersion": "events.k8s.io/v1", "metadata": obj.get("metadata", {})}
+    for new, old in _EVENT_FIELDS:
+        if old in obj and obj[old] not in (None, {}, ""):
+            out[new] = obj[old]
+    series = out.get("series")
+    if isinstance(series, dict):
+        out["series"] = {k: v for k, v in series.items() if k in ("count", "lastObservedTime")}
+    return out
+
+
+def to_storage(res: Resource, obj: Obj) -> Obj:
+    """An object of ``res`` in the shape it is stored in."""
+    if not _is_events_v1(res):
+        return obj
+    out: Obj = {"kind": "Event", "apiVersion": "v1", "metadata": obj.get("metadata", {})}
+    for new, old in _EVENT_FIELDS:
+        if new in obj and obj[new] is not None:
+            out[old] = obj[new]
+    out.setdefault("involvedObject", {})
+    return out

@@ -1,0 +1,157 @@
+"""The table of served resources: adding a built-in resource is one entry here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
+                     "finalize": ("update",)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Resource:
+    """One served resource (group, version, plural) and how it behaves."""
+
+    group: str
+    version: str
+    resource: str  # plural, lower case
+    kind: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = STANDARD_VERBS
+    storage_prefix: str = ""  # defaults to the resource name (SEMANTICS §5)
+    # Where another resource's storage holds the objects (events.k8s.io events live with core events).
+    storage_of: tuple[str, str] = ("", "")
+    # Generation also moves on annotation changes (the Deployment strategy).
+    generation_on_annotations: bool = False
+    # Served from the watch cache (kube-apiserver keeps events out of it).
+    cacheable: bool = True
+
+    @property
+    def group_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+    @property
+    def prefix(self) -> str:
+        return self.storage_prefix or self.resource
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def qualified(self) -> str:
+        """``deployments.apps`` (``pods`` for the core group), as in messages."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+
+_ALL = ("all",)
+
+
+def _r(group: str, version: str, resource: str, kind: str, **kw: object) -> Resource:
+    return Resource(group=group, version=version, resource=resource, kind=kind, **kw)  # type: ignore[arg-type]
+
+
+BUILTIN: tuple[Resource, ...] = (
+    # core/v1
+    _r("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",),
+       subresources=("status", "finalize"),
+       verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    _r("", "v1", "pods", "Pod", short_names=("po",), categories=_ALL, subresources=("status",)),
+    _r("", "v1", "nodes", "Node", namespaced=False, short_names=("no",), subresources=("status",),
+       storage_prefix="minions"),
+    _r("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
+    _r("", "v1", "secrets", "Secret"),
+    _r("", "v1", "services", "Service", short_names=("svc",), categories=_ALL, subresources=("status",),
+       storage_prefix="services/specs",
+       verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")),
+    _r("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+    _r("", "v1", "endpoints", "Endpoints", short_names=("ep",), storage_prefix="services/endpoints"),
+    _r("", "v1", "events", "Event", short_names=("ev",), cacheable=False),
+    _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
+       subresources=("status",)),
+    _r("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, short_names=("pv",),
+       subresources=("status",)),
+    # apps/v1
+    _r("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=_ALL,
+       subresources=("status", "scale"), generation_on_annotations=True),
+    _r("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=_ALL,
+       subresources=("status", "scale")),
+    _r("apps", "v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=_ALL,
+       subresources=("status", "scale")),
+    _r("apps", "v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=_ALL,
+       subresources=("status",)),
+    # batch/v1
+    _r("batch", "v1", "jobs", "Job", categories=_ALL, subresources=("status",)),
+    _r("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), categories=_ALL, subresources=("status",)),
+    # coordination.k8s.io/v1
+    _r("coordination.k8s.io", "v1", "leases", "Lease"),
+    # events.k8s.io/v1: the same objects as core/v1 events, another shape
+    _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), cacheable=False,
+       storage_of=("", "events")),
+    # rbac.authorization.k8s.io/v1
+    _r("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+    _r("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
+    _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
+    _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    # apiextensions.k8s.io/v1 (stored only, for now)
+    _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
+       namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
+       subresources=("status",), storage_prefix="apiextensions.k8s.io/customresourcedefinitions"),
+    # flowcontrol.apiserver.k8s.io/v1 (stored only, for now)
+    _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", namespaced=False,
+       subresources=("status",)),
+    _r("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations", "PriorityLevelConfiguration",
+       namespaced=False, subresources=("status",)),
+)
+
+# The preferred order of groups in discovery, as kube-apiserver lists them.
+GROUP_ORDER = ("", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
+               "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+               "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+               "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
+               "discovery.k8s.io", "flowcontrol.apiserver.k8s.io")
+
+
+@dataclass(slots=True)
+class ResourceTable:
+    """Lookup of served resources by (group, version, resource)."""
+
+    resources: tuple[Resource, ...] = BUILTIN
+    _by_gvr: dict[tuple[str, str, str], Resource] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_gvr = {(r.group, r.version, r.resource): r for r in self.resources}
+
+    def get(self, group: str, version: str, resource: str) -> Resource | None:
+        return self._by_gvr.get((group, version, resource))
+
+    def by_kind(self, group: str, kind: str) -> Resource | None:
+        for r in self.resources:
+            if r.group == group and r.kind == kind:
+                return r
+        return None
+
+    def groups(self) -> list[tuple[str, list[str]]]:
+        """(group, [versions]) in discovery order; the core group first."""
+        seen: dict[str, list[str]] = {}
+        for r in self.resources:
+            versions = seen.setdefault(r.group, [])
+            if r.version not in versions:
+                versions.append(r.version)
+        rank = {g: i for i, g in enumerate(GROUP_ORDER)}
+        return sorted(seen.items(), key=lambda gv: (rank.get(gv[0], len(rank)), gv[0]))
+
+    def in_group_version(self, group: str, version: str) -> list[Resource]:
+        return [r for r in self.resources if r.group == group and r.version == version]

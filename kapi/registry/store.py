@@ -1,0 +1,752 @@
+"""Generic CRUD over storage for every table-driven resource.
+
+Owns the object semantics of SEMANTICS §5: system metadata, generation,
+preconditions, optimistic concurrency, graceful deletion and finalizers,
+status and scale subresources; and it turns ``StorageError`` into API errors.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import random
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Iterable
+
+import trio
+
+from .. import codec, errors, meta
+from ..defaults import apply_defaults
+from ..listopts import ListOptions, decode_continue, encode_continue
+from ..selectors import FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector
+from ..storage.base import KeyValue, Storage
+from ..validation import validate, validate_object_meta, validate_update_meta
+from . import convert
+from .resources import Resource, ResourceTable
+
+Obj = dict[str, Any]
+Mutate = Callable[[Obj], Obj]
+
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Resources whose strategy sets metadata.generation (the others never carry one).
+_GENERATION = {"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
+               "customresourcedefinitions", "flowschemas", "prioritylevelconfigurations", "pods",
+               "persistentvolumeclaims"}
+# Resources for which an update of a missing object creates it.
+_CREATE_ON_UPDATE = {"endpoints", "events", "leases", "roles", "rolebindings", "clusterroles",
+                     "clusterrolebindings", "flowschemas", "prioritylevelconfigurations"}
+# DELETE answers with the object rather than a Status for these.
+_RETURN_DELETED_OBJECT = {"pods", "namespaces"}
+SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
+_GUARANTEED_UPDATE_TRIES = 16
+_PAGE_CAP = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    dry_run: bool = False
+    field_manager: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    dry_run: bool = False
+    grace_period_s: int | None = None
+    propagation_policy: str = ""
+    orphan_dependents: bool | None = None
+    precondition_uid: str = ""
+    precondition_rv: str = ""
+
+
+@dataclass(slots=True)
+class ListPage:
+    items: list[Obj]
+    resource_version: str
+    continue_token: str = ""
+    remaining: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    label: LabelSelector | None
+    field: FieldSelector | None
+
+    @property
+    def everything(self) -> bool:
+        return self.label is None and self.field is None
+
+
+@dataclass(slots=True)
+class DeleteResult:
+    obj: Obj
+    deleted: bool  # False: the object stays (finalizers or a grace period)
+
+
+@dataclass
+class Registry:
+    """The generic store over a ``Storage``; one per server."""
+
+    storage: Storage
+    table: ResourceTable
+    root: str = "/registry"
+    _ip_lock: trio.Lock = field(default_factory=trio.Lock)
+
+    # ------------------------------------------------------------ helpers
+
+    def key(self, res: Resource, namespace: str, name: str) -> str:
+        return meta.storage_key(self.root, self._storage_res(res).prefix, namespace if res.namespaced else "", name)
+
+    def prefix(self, res: Resource, namespace: str) -> str:
+        return meta.list_prefix(self.root, self._storage_res(res).prefix, namespace if res.namespaced else "")
+
+    def _storage_res(self, res: Resource) -> Resource:
+        if res.storage_of[1]:
+            found = self.table.get(res.storage_of[0], "v1", res.storage_of[1])
+            assert found is not None
+            return found
+        return res
+
+    def _decode(self, res: Resource, kv: KeyValue) -> Obj:
+        obj = codec.decode_value(kv.value)
+        meta.metadata(obj)["resourceVersion"] = str(kv.revision)
+        return convert.from_storage(res, obj)
+
+    def _encode(self, res: Resource, obj: Obj) -> bytes:
+        stored = convert.to_storage(res, obj)
+        md = stored.get("metadata", {})
+        if "resourceVersion" in md:
+            md = dict(md)
+            del md["resourceVersion"]
+            stored = {**stored, "metadata": md}
+        return codec.encode_value(stored)
+
+    def selection(self, res: Resource, opts: ListOptions) -> Selection:
+        label = parse_label_selector(opts.label_selector) if opts.label_selector else None
+        fsel = None
+        if opts.field_selector:
+            fsel = parse_field_selector(opts.field_selector, self.selectable_fields(res))
+        if label is not None and label.empty:
+            label = None
+        if fsel is not None and not fsel.requirements:
+            fsel = None
+        return Selection(label, fsel)
+
+    def selectable_fields(self, res: Resource) -> list[str]:
+        from ..selectors import FIELD_SELECTORS
+
+        fields = ["metadata.name"] + (["metadata.namespace"] if res.namespaced else [])
+        return fields + list(FIELD_SELECTORS.get(res.kind, ()))
+
+    def matches(self, res: Resource, sel: Selection, obj: Obj) -> bool:
+        md = obj.get("metadata", {})
+        if sel.label is not None and not sel.label.matches(md.get("labels") or {}):
+            return False
+        if sel.field is not None and not sel.field.matches(field_values(res.kind, obj, res.namespaced)):
+            return False
+        return True
+
+    def _not_found(self, res: Resource, name: str) -> errors.NotFound:
+        return errors.not_found(res.resource, res.group, name)
+
+    # ---------------------------------------------------------------- get
+
+    async def get_kv(self, res: Resource, namespace: str, name: str) -> KeyValue:
+        try:
+            return await self.storage.get(self.key(res, namespace, name))
+        except errors.KeyNotFound:
+            raise self._not_found(res, name) from None
+
+    async def get(self, res: Resource, namespace: str, name: str) -> Obj:
+        return self._decode(res, await self.get_kv(res, namespace, name))
+
+    # --------------------------------------------------------------- list
+
+    async def list(self, res: Resource, namespace: str, opts: ListOptions) -> ListPage:
+        """A LIST served from storage with etcd's paging rules (SEMANTICS §1.2, §1.3)."""
+        sel = self.selection(res, opts)
+        prefix = self.prefix(res, namespace)
+        revision: int | None = None
+        start = prefix
+        if opts.continue_token:
+            token = decode_continue(opts.continue_token)
+            start = prefix + token.start
+            revision = token.revision if token.revision > 0 else None
+        elif opts.resource_version and opts.resource_version != "0":
+            rv = int(opts.resource_version)
+            exact = opts.resource_version_match == "Exact" or (
+                not opts.resource_version_match and opts.limit > 0)
+            current = self.storage.current_revision()
+            if exact:
+                revision = rv
+            elif rv > current:
+                raise too_large_rv(rv, current)
+        limit = opts.limit if opts.limit > 0 and opts.resource_version != "0" else 0
+        items: list[Obj] = []
+        remaining: int | None = None
+        next_token = ""
+        page = limit if limit else None
+        while True:
+            try:
+                result = await self.storage.list(prefix, revision=revision, start=start, limit=page)
+            except errors.RevisionCompacted:
+                raise self._expired(res, prefix, start if opts.continue_token else "") from None
+            if revision is None:
+                revision = result.revision
+            last_key = ""
+            for kv in result.items:
+                last_key = kv.key
+                obj = self._decode(res, kv)
+                if sel.everything or self.matches(res, sel, obj):
+                    items.append(obj)
+                    if limit and len(items) == limit:
+                        break
+            if limit and len(items) == limit and (result.more or last_key != result.items[-1].key):
+                next_token = encode_continue(revision, last_key + "\x00", prefix)
+                if sel.everything:
+                    remaining = result.remaining + (len(result.items) - _index_of(result.items, last_key) - 1)
+                break
+            if not result.more or not limit:
+                break
+            start = last_key + "\x00"
+            page = min(page * 2, _PAGE_CAP) if page else None
+        if revision is not None and revision > self.storage.current_revision():
+            revision = self.storage.current_revision()
+        return ListPage(items, str(revision or self.storage.current_revision()), next_token,
+                        remaining if remaining else None)
+
+    def _expired(self, res: Resource, prefix: str, start: str) -> errors.Gone:
+        msg = "The provided continue parameter is too old to display a consistent list result. " \
+              "You can start a new list without the continue parameter, or use the continue token " \
+              "in this response to retrieve the remainder of the results. Continuing with the provided " \
+              "token results in an inconsistent list - objects that were created, modified, or deleted " \
+              "between the time the first chunk was returned and now may show up in the list."
+        if not start:
+            return errors.Gone("The resourceVersion for the provided list is too old.")
+        return errors.Gone(msg, list_continue=encode_continue(-1, start, prefix))
+
+    # ------------------------------------------------------------- create
+
+    async def create(self, res: Resource, namespace: str, obj: Obj, opts: WriteOptions) -> Obj:
+        obj = self._prepare_create(res, namespace, obj)
+        md = obj["metadata"]
+        if res.namespaced:
+            await self._check_namespace_open(md["namespace"])
+        if res.resource == "services":
+            await self._allocate_cluster_ip(obj, opts.dry_run)
+        if opts.dry_run:
+            md.pop("resourceVersion", None)
+            return obj
+        try:
+            rev = await self.storage.create(self.key(res, namespace, md["name"]), self._encode(res, obj))
+        except errors.KeyExists:
+            raise errors.already_exists(res.resource, res.group, md["name"]) from None
+        md["resourceVersion"] = str(rev)
+        return obj
+
+    def _prepare_create(self, res: Resource, namespace: str, obj: Obj) -> Obj:
+        obj = copy.deepcopy(obj)
+        self._check_type_meta(res, obj)
+        md = meta.metadata(obj)
+        self._check_namespace_matches(res, namespace, md)
+        if md.get("resourceVersion"):
+            raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = meta.generate_name(str(md["generateName"]))
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            md.pop(k, None)
+        md["uid"] = meta.new_uid()
+        md["creationTimestamp"] = meta.now_rfc3339()
+        if res.resource in _GENERATION:
+            md["generation"] = 1
+        else:
+            md.pop("generation", None)
+        if res.has_status and res.resource != "customresourcedefinitions":
+            obj.pop("status", None)
+        apply_defaults(res.resource, res.group, obj)
+        causes = validate_object_meta(obj, namespaced=res.namespaced, resource=res.resource, group=res.group)
+        causes += validate(res.resource, res.group, obj, None)
+        if causes:
+            raise errors.invalid(res.kind, res.group, str(md.get("name", "")), causes)
+        return obj
+
+    def _check_type_meta(self, res: Resource, obj: Obj) -> None:
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion")
+        if kind and kind != res.kind or api_version and api_version != res.group_version:
+            raise errors.BadRequest(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({res.group_version})" if api_version != res.group_version else
+                f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
+        obj["kind"] = res.kind
+        obj["apiVersion"] = res.group_version
+
+    def _check_namespace_matches(self, res: Resource, namespace: str, md: Obj) -> None:
+        if not res.namespaced:
+            md.pop("namespace", None)
+            return
+        body_ns = md.get("namespace")
+        if body_ns and body_ns != namespace:
+            raise errors.BadRequest("the namespace of the provided object does not match the namespace "
+                                    "sent on the request")
+        md["namespace"] = namespace
+
+    async def _check_namespace_open(self, namespace: str) -> None:
+        ns_res = self.table.get("", "v1", "namespaces")
+        assert ns_res is not None
+        try:
+            ns = await self.get(ns_res, "", namespace)
+        except errors.NotFound:
+            raise errors.not_found("namespaces", "", namespace) from None
+        if ns.get("metadata", {}).get("deletionTimestamp") or ns.get("status", {}).get("phase") == "Terminating":
+            raise errors.Forbidden(
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+                name=namespace, kind="namespaces",
+                causes=[errors.Cause(reason="NamespaceTerminating",
+                                     message=f"namespace {namespace} is being terminated",
+                                     field="metadata.namespace")])
+
+    async def _allocate_cluster_ip(self, svc: Obj, dry_run: bool) -> None:
+        spec = svc.setdefault("spec", {})
+        if spec.get("type") == "ExternalName":
+            return
+        wanted = spec.get("clusterIP")
+        if wanted == "None":
+            spec["clusterIPs"] = ["None"]
+            return
+        async with self._ip_lock:
+            used = await self._used_cluster_ips()
+            if wanted:
+                try:
+                    ip = ipaddress.ip_address(wanted)
+                except ValueError:
+                    ip = None
+                if ip is None or ip not in SERVICE_CIDR:
+                    raise errors.invalid("Service", "", svc["metadata"]["name"], [errors.Cause(
+                        "FieldValueInvalid", f'Invalid value: "{wanted}": failed to allocate IP {wanted}: '
+                        f"the provided IP ({wanted}) is not in the valid range. The range of valid IPs is "
+                        f"{SERVICE_CIDR}", "spec.clusterIPs")])
+                if str(ip) in used:
+                    raise errors.invalid("Service", "", svc["metadata"]["name"], [errors.Cause(
+                        "FieldValueInvalid", f'Invalid value: ["{wanted}"]: failed to allocate IP {wanted}: '
+                        "provided IP is already allocated", "spec.clusterIPs")])
+                chosen = str(ip)
+            else:
+                hosts = SERVICE_CIDR.num_addresses - 2
+                for _ in range(64):
+                    candidate = str(SERVICE_CIDR.network_address + random.randint(11, hosts))
+                    if candidate not in used:
+                        break
+                chosen = candidate
+        spec["clusterIP"] = chosen
+        spec["clusterIPs"] = [chosen]
+
+    async def _used_cluster_ips(self) -> set[str]:
+        svc_res = self.table.get("", "v1", "services")
+        assert svc_res is not None
+        result = await self.storage.list(self.prefix(svc_res, ""))
+        used = set()
+        for kv in result.items:
+            ip = codec.decode_value(kv.value).get("spec", {}).get("clusterIP")
+            if ip:
+                used.add(ip)
+        return used
+
+    # ------------------------------------------------------------- update
+
+    async def update(self, res: Resource, namespace: str, name: str, obj: Obj, opts: WriteOptions,
+                     subresource: str = "") -> tuple[Obj, bool]:
+        """PUT: replace the object (or its status); returns (object, created)."""
+        obj = copy.deepcopy(obj)
+        self._check_type_meta(res, obj)
+        md = meta.metadata(obj)
+        if md.get("name") and md["name"] != name:
+            raise errors.BadRequest(f"the name of the object ({md['name']}) does not match the name on "
+                                    f"the URL ({name})")
+        md["name"] = name
+        self._check_namespace_matches(res, namespace, md)
+        try:
+            current = await self.storage.get(self.key(res, namespace, name))
+        except errors.KeyNotFound:
+            if res.resource in _CREATE_ON_UPDATE and not subresource:
+                md.pop("resourceVersion", None)
+                return await self.create(res, namespace, obj, opts), True
+            raise self._not_found(res, name) from None
+        wanted_rv = md.get("resourceVersion") or ""
+
+        def mutate(old: Obj) -> Obj:
+            if wanted_rv and wanted_rv != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+            return obj
+
+        updated = await self.guaranteed_update(res, namespace, name, mutate, opts, subresource,
+                                               first=current)
+        return updated, False
+
+    async def guaranteed_update(self, res: Resource, namespace: str, name: str, mutate: Mutate,
+                                opts: WriteOptions, subresource: str = "",
+                                first: KeyValue | None = None) -> Obj:
+        """Read, mutate, validate and compare-and-swap, retrying on races (GuaranteedUpdate)."""
+        key = self.key(res, namespace, name)
+        kv = first
+        for _ in range(_GUARANTEED_UPDATE_TRIES):
+            if kv is None:
+                kv = await self.get_kv(res, namespace, name)
+            old = self._decode(res, kv)
+            new = mutate(copy.deepcopy(old))
+            new = self._prepare_update(res, new, old, subresource)
+            if res.resource == "namespaces" and _namespace_finished(new):
+                if opts.dry_run:
+                    return new
+                try:
+                    await self.storage.delete(key, kv.revision)
+                except (errors.RevisionConflict, errors.KeyNotFound):
+                    kv = None
+                    continue
+                return new
+            if _finalized(new):
+                # The update removed the last finalizer of an object being deleted: it goes now.
+                if opts.dry_run:
+                    return new
+                try:
+                    await self.storage.delete(key, kv.revision)
+                except (errors.RevisionConflict, errors.KeyNotFound):
+                    kv = None
+                    continue
+                return new
+            value = self._encode(res, new)
+            if value == kv.value:
+                return old  # nothing changed: no write, the resourceVersion stays
+            if opts.dry_run:
+                return new
+            try:
+                rev = await self.storage.update(key, value, kv.revision)
+            except errors.RevisionConflict:
+                kv = None
+                continue
+            except errors.KeyNotFound:
+                raise self._not_found(res, name) from None
+            new["metadata"]["resourceVersion"] = str(rev)
+            return new
+        raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+
+    def _prepare_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
+        self._check_type_meta(res, new)
+        md = meta.metadata(new)
+        old_md = old["metadata"]
+        for k in ("uid", "creationTimestamp"):
+            if not md.get(k):
+                md[k] = old_md.get(k)
+        causes = validate_update_meta(new, old)
+        if causes:
+            raise errors.invalid(res.kind, res.group, old_md["name"], causes)
+        md["namespace"] = old_md.get("namespace") if res.namespaced else None
+        if not res.namespaced:
+            md.pop("namespace", None)
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            if k in old_md:
+                md[k] = old_md[k]
+            else:
+                md.pop(k, None)
+        if old_md.get("deletionTimestamp"):
+            added = set(md.get("finalizers") or ()) - set(old_md.get("finalizers") or ())
+            if added:
+                raise errors.invalid(res.kind, res.group, old_md["name"], [errors.Cause(
+                    "FieldValueForbidden",
+                    "Forbidden: no new finalizers can be added if the object is being deleted, "
+                    f"found new finalizers {sorted(added)!r}".replace("'", '"'), "metadata.finalizers")])
+        if subresource == "status":
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+            new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
+        elif res.has_status and res.resource != "namespaces" or subresource == "finalize":
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        if subresource == "finalize":
+            new_spec_finalizers = new.get("spec", {}).get("finalizers")
+            new = copy.deepcopy(old)
+            new.setdefault("spec", {})["finalizers"] = new_spec_finalizers or []
+        elif res.resource == "namespaces":
+            # spec.finalizers change only through /finalize; status.phase is the server's.
+            new.setdefault("spec", {})["finalizers"] = old.get("spec", {}).get("finalizers", [])
+            new["status"] = old.get("status", {})
+        md = new["metadata"]
+        if res.resource in _GENERATION:
+            md["generation"] = old_md.get("generation", 1)
+            if subresource != "status" and self._spec_changed(res, new, old):
+                md["generation"] = md["generation"] + 1
+        else:
+            md.pop("generation", None)
+        if subresource != "status":
+            apply_defaults(res.resource, res.group, new)
+            causes = validate_object_meta(new, namespaced=res.namespaced, resource=res.resource,
+                                          group=res.group)
+            causes += validate(res.resource, res.group, new, old)
+            if causes:
+                raise errors.invalid(res.kind, res.group, old_md["name"], causes)
+        return new
+
+    @staticmethod
+    def _spec_changed(res: Resource, new: Obj, old: Obj) -> bool:
+        if res.generation_on_annotations and (new["metadata"].get("annotations") or {}) != (
+                old["metadata"].get("annotations") or {}):
+            return True
+        strip = ("metadata", "status", "kind", "apiVersion")
+        return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
+
+    # -------------------------------------------------------------- scale
+
+    async def get_scale(self, res: Resource, namespace: str, name: str) -> Obj:
+        return to_scale(await self.get(res, namespace, name))
+
+    async def update_scale(self, res: Resource, namespace: str, name: str, scale_mutate: Mutate,
+                           opts: WriteOptions) -> Obj:
+        def mutate(obj: Obj) -> Obj:
+            scale = scale_mutate(to_scale(obj))
+            smd = scale.get("metadata") or {}
+            if smd.get("resourceVersion") and smd["resourceVersion"] != obj["metadata"]["resourceVersion"]:
+                raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+            replicas = (scale.get("spec") or {}).get("replicas", 0)
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise errors.invalid("Scale", "autoscaling", name, [errors.Cause(
+                    "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
+                    "spec.replicas")])
+            obj.setdefault("spec", {})["replicas"] = replicas
+            return obj
+
+        return to_scale(await self.guaranteed_update(res, namespace, name, mutate, opts))
+
+    # ------------------------------------------------------------- delete
+
+    async def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> DeleteResult:
+        key = self.key(res, namespace, name)
+        if res.resource == "namespaces" and name in PROTECTED_NAMESPACES:
+            raise errors.Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                                   name=name, kind="namespaces")
+        for _ in range(_GUARANTEED_UPDATE_TRIES):
+            kv = await self.get_kv(res, namespace, name)
+            obj = self._decode(res, kv)
+            md = obj["metadata"]
+            if opts.precondition_uid and opts.precondition_uid != md.get("uid"):
+                raise errors.conflict(res.resource, res.group, name,
+                                      f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
+                                      f"UID in object meta: {md.get('uid')}")
+            if opts.precondition_rv and opts.precondition_rv != md.get("resourceVersion"):
+                raise errors.conflict(res.resource, res.group, name,
+                                      "Precondition failed: ResourceVersion in precondition: "
+                                      f"{opts.precondition_rv}, ResourceVersion in object meta: "
+                                      f"{md.get('resourceVersion')}")
+            new = self._deletion_update(res, obj, opts)
+            if new is None:
+                if opts.dry_run:
+                    return DeleteResult(obj, True)
+                try:
+                    _, prev = await self.storage.delete(key, kv.revision)
+                except (errors.RevisionConflict, errors.KeyNotFound):
+                    continue
+                return DeleteResult(obj, True)
+            if opts.dry_run or new == obj:
+                return DeleteResult(new, False)
+            try:
+                rev = await self.storage.update(key, self._encode(res, new), kv.revision)
+            except (errors.RevisionConflict, errors.KeyNotFound):
+                continue
+            new["metadata"]["resourceVersion"] = str(rev)
+            return DeleteResult(new, False)
+        raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+
+    def _deletion_update(self, res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None:
+        """The object as it stays after this DELETE, or None if it goes now."""
+        new = copy.deepcopy(obj)
+        md = new["metadata"]
+        finalizers = list(md.get("finalizers") or [])
+        policy = opts.propagation_policy
+        if not policy and opts.orphan_dependents is not None:
+            policy = "Orphan" if opts.orphan_dependents else "Background"
+        if policy and policy not in ("Orphan", "Foreground", "Background"):
+            raise errors.invalid("DeleteOptions", "", "", [errors.Cause(
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
+                "propagationPolicy")])
+        # The garbage collector finishes these (kapi.controllers): orphan or delete the dependents.
+        gc_finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(policy)
+        if gc_finalizer and res.resource != "namespaces" and not md.get("deletionTimestamp") \
+                and gc_finalizer not in finalizers:
+            finalizers.append(gc_finalizer)
+            md["finalizers"] = finalizers
+        if res.resource == "namespaces":
+            if md.get("deletionTimestamp"):
+                return new
+            md["deletionTimestamp"] = meta.now_rfc3339()
+            md["deletionGracePeriodSeconds"] = 0
+            new.setdefault("status", {})["phase"] = "Terminating"
+            if not new.get("spec", {}).get("finalizers") and not finalizers:
+                return None
+            return new
+        grace = self._grace_period(res, obj, opts)
+        if md.get("deletionTimestamp"):
+            if finalizers:
+                return new
+            old_grace = md.get("deletionGracePeriodSeconds")
+            if grace == 0 or (old_grace is not None and grace is not None and grace < old_grace):
+                if grace == 0:
+                    return None
+                md["deletionGracePeriodSeconds"] = grace
+                md["deletionTimestamp"] = meta.rfc3339_after(grace)
+            return new
+        if finalizers:
+            md["deletionTimestamp"] = meta.now_rfc3339()
+            md["deletionGracePeriodSeconds"] = 0
+            if md.get("generation"):
+                md["generation"] += 1
+            return new
+        if grace:
+            md["deletionTimestamp"] = meta.rfc3339_after(grace)
+            md["deletionGracePeriodSeconds"] = grace
+            if md.get("generation"):
+                md["generation"] += 1
+            return new
+        return None
+
+    @staticmethod
+    def _grace_period(res: Resource, obj: Obj, opts: DeleteOptions) -> int:
+        """Graceful deletion applies to pods bound to a node that are still running."""
+        if res.resource != "pods":
+            return 0
+        spec = obj.get("spec", {})
+        grace = opts.grace_period_s
+        if grace is None:
+            grace = spec.get("terminationGracePeriodSeconds", 30)
+        if grace < 0:
+            grace = 1
+        if not spec.get("nodeName") or obj.get("status", {}).get("phase") in ("Failed", "Succeeded"):
+            return 0
+        return int(grace)
+
+    async def delete_collection(self, res: Resource, namespace: str, list_opts: ListOptions,
+                                opts: DeleteOptions) -> ListPage:
+        page = await self.list(res, namespace, ListOptions(label_selector=list_opts.label_selector,
+                                                            field_selector=list_opts.field_selector))
+        deleted = []
+        for obj in page.items:
+            md = obj["metadata"]
+            try:
+                result = await self.delete(res, md.get("namespace", ""), md["name"], opts)
+            except errors.NotFound:
+                continue
+            deleted.append(result.obj)
+        return ListPage(deleted, page.resource_version)
+
+    # -------------------------------------------------------------- watch
+
+    async def watch(self, res: Resource, namespace: str, opts: ListOptions) -> AsyncIterator[tuple[str, Obj]]:
+        """Watch events from storage with selector transitions (SEMANTICS §2.1, §2.5).
+
+        rv unset or "0": ADDED for every current object, then changes; rv=N: changes after N.
+        """
+        sel = self.selection(res, opts)
+        prefix = self.prefix(res, namespace)
+        if opts.resource_version in ("", "0"):
+            page = await self.storage.list(prefix)
+            for kv in page.items:
+                obj = self._decode(res, kv)
+                if sel.everything or self.matches(res, sel, obj):
+                    yield "ADDED", obj
+            from_rev = page.revision
+        else:
+            from_rev = int(opts.resource_version)
+        try:
+            async with self.storage.watch(prefix, from_rev) as events:
+                async for ev in events:
+                    new = self._decode(res, KeyValue(ev.key, ev.value, ev.revision, ev.create_revision)) \
+                        if ev.value is not None else None
+                    old = self._decode(res, KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision)) \
+                        if ev.prev_value is not None else None
+                    new_ok = new is not None and (sel.everything or self.matches(res, sel, new))
+                    old_ok = old is not None and (sel.everything or self.matches(res, sel, old))
+                    if new_ok and (ev.type == "ADDED" or not old_ok):
+                        yield "ADDED", new  # type: ignore[misc]
+                    elif new_ok:
+                        yield "MODIFIED", new  # type: ignore[misc]
+                    elif old_ok and old is not None:
+                        yield "DELETED", old
+        except errors.RevisionCompacted as exc:
+            gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
+            yield "ERROR", gone.to_status()
+
+    # ---------------------------------------------------------- bootstrap
+
+    async def ensure_exists(self, res: Resource, namespace: str, obj: Obj) -> None:
+        """Create ``obj`` unless it exists (start-up objects)."""
+        try:
+            await self.create(res, namespace, obj, WriteOptions())
+        except errors.AlreadyExists:
+            pass
+
+    def resources(self) -> Iterable[Resource]:
+        return self.table.resources
+
+
+def _index_of(items: Any, key: str) -> int:
+    for i, kv in enumerate(items):
+        if kv.key == key:
+            return int(i)
+    return len(items) - 1
+
+
+def _finalized(obj: Obj) -> bool:
+    md = obj.get("metadata", {})
+    return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
+        md.get("deletionGracePeriodSeconds", 0) == 0 and obj.get("kind") != "Namespace"
+
+
+def _namespace_finished(ns: Obj) -> bool:
+    md = ns.get("metadata", {})
+    return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
+        not ns.get("spec", {}).get("finalizers")
+
+
+def to_scale(obj: Obj) -> Obj:
+    """The autoscaling/v1 Scale view of a scalable object."""
+    md = obj["metadata"]
+    spec = obj.get("spec", {})
+    status = obj.get("status", {})
+    selector = spec.get("selector") or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                     if k in md},
+        "spec": {"replicas": spec.get("replicas", 0)},
+        "status": {"replicas": status.get("replicas", 0), "selector": _selector_string(selector)},
+    }
+
+
+def _selector_string(selector: Obj) -> str:
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        op = expr.get("operator")
+        values = ",".join(sorted(expr.get("values") or []))
+        if op == "In":
+            parts.append(f"{expr['key']} in ({values})")
+        elif op == "NotIn":
+            parts.append(f"{expr['key']} notin ({values})")
+        elif op == "Exists":
+            parts.append(expr["key"])
+        elif op == "DoesNotExist":
+            parts.append(f"!{expr['key']}")
+    return ",".join(sorted(parts))
+
+
+def too_large_rv(rv: int, current: int) -> errors.ServerTimeout:
+    return errors.ServerTimeout(
+        f"Timeout: Too large resource version: {rv}, current: {current}",
+        causes=[errors.Cause(reason="ResourceVersionTooLarge", message="Too large resource version")],
+        retry_after_s=0)
+

@@ -1,0 +1,135 @@
+"""``serve()``: builds storage, registry, controllers and the HTTPS server in one nursery."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+from hypercorn.config import Config as HypercornConfig
+from hypercorn.trio import serve as hypercorn_serve
+
+from . import __version__
+from .api.app import App, Health
+from .api.discovery import Discovery
+from .api.handlers import Handlers
+from .api.openapi import OpenAPI
+from .auth.authn import Authenticator, User, read_token_file
+from .auth.authz import Authorizer
+from .config import Config
+from .controllers import NamespaceController
+from .pki import ensure_pki, write_kubeconfig
+from .registry.resources import ResourceTable
+from .registry.store import INITIAL_NAMESPACES, Registry
+from .schema import load_builtin
+from .storage.base import Storage
+
+log = logging.getLogger("kapi")
+
+KUBE_VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "kapi",
+                "gitTreeState": "clean", "buildDate": "2025-04-23T00:00:00Z", "goVersion": "go1.24.2",
+                "compiler": "gc", "platform": "linux/amd64"}
+
+
+def make_storage(config: Config, data_dir: Path) -> Storage:
+    if config.storage_backend == "memory":
+        from .storage.memory import MemoryStorage
+
+        return MemoryStorage()
+    if config.storage_backend == "sqlite":
+        from .storage.sqlite import SqliteStorage
+
+        return SqliteStorage(str(data_dir / "kapi.db"), group_commit=config.group_commit)
+    raise ValueError(f"storage backend {config.storage_backend!r} is not available in this build; "
+                     "use sqlite or memory")
+
+
+async def _bootstrap(registry: Registry, namespaces: NamespaceController) -> None:
+    ns_res = registry.table.get("", "v1", "namespaces")
+    assert ns_res is not None
+    for name in INITIAL_NAMESPACES:
+        await registry.ensure_exists(ns_res, "", {"apiVersion": "v1", "kind": "Namespace",
+                                                 "metadata": {"name": name}})
+        await namespaces.ensure_default_serviceaccount(name)
+
+
+def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
+    table = registry.table
+    schema = load_builtin()
+    tokens: dict[str, User] = {}
+    if config.token_auth_file:
+        tokens.update(read_token_file(config.token_auth_file))
+    if token:
+        tokens[token] = User("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
+    version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
+    return App(
+        handlers=Handlers(registry, table, schema, min_request_timeout_s=config.min_request_timeout_s),
+        discovery=Discovery(table),
+        openapi=OpenAPI.for_table(schema, table),
+        authn=Authenticator(tokens, anonymous=config.anonymous_auth),
+        authz=Authorizer(tuple(config.authorization_mode)),
+        health=health,
+        version_info=version,
+        max_body_bytes=config.max_body_bytes,
+    )
+
+
+async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run kapi until SIGINT/SIGTERM (or cancellation); ``started()`` once it is ready."""
+    started_at = time.monotonic()
+    data_dir = Path(config.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    pki = ensure_pki(data_dir, config.bind_address)
+    storage = make_storage(config, data_dir)
+    registry = Registry(storage, ResourceTable())
+    health = Health()
+    app = build_app(config, registry, pki.admin_token, health)
+    shutdown = trio.Event()
+
+    hconf = HypercornConfig()
+    host = f"[{config.bind_address}]" if ":" in config.bind_address else config.bind_address
+    hconf.bind = [f"{host}:{config.secure_port}"]
+    hconf.certfile = str(pki.serving_cert)
+    hconf.keyfile = str(pki.serving_key)
+    hconf.alpn_protocols = ["h2", "http/1.1"]
+    hconf.keep_alive_max_requests = 1_000_000
+    hconf.graceful_timeout = config.shutdown_timeout_s
+    hconf.accesslog = None
+    hconf.errorlog = logging.getLogger("hypercorn.error")
+    hconf.h2_max_concurrent_streams = 1000
+
+    async with trio.open_nursery() as services:
+        await services.start(storage.run)
+        namespaces = NamespaceController(registry)
+        await _bootstrap(registry, namespaces)
+        await services.start(namespaces.run)
+
+        async with trio.open_nursery() as http:
+            binds = await http.start(partial(hypercorn_serve, app, hconf, shutdown_trigger=shutdown.wait))
+            url = binds[0]
+            app.server_address = url.removeprefix("https://")
+            kubeconfig = data_dir / "admin.kubeconfig"
+            write_kubeconfig(kubeconfig, url, pki)
+            health.ready = True
+            log.info("kapi %s serving on %s (ready in %.2fs); kubeconfig: %s; CA: %s", __version__, url,
+                     time.monotonic() - started_at, kubeconfig.resolve(), pki.ca_cert.resolve())
+            task_status.started(url)
+            http.start_soon(_shutdown_on_signal, config, app, health, shutdown)
+        # hypercorn has returned: no request is in flight any more.
+        services.cancel_scope.cancel()
+
+
+async def _shutdown_on_signal(config: Config, app: App, health: Health, shutdown: trio.Event) -> None:
+    """On SIGINT/SIGTERM: fail readiness, then stop accepting, finish in-flight, close long requests."""
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            break
+    health.shutting_down = True
+    log.info("shutting down: readyz fails now; draining in %.1fs", config.shutdown_delay_s)
+    await trio.sleep(config.shutdown_delay_s)
+    app.closing.set()
+    shutdown.set()
