@@ -7,6 +7,7 @@ namespace and serviceaccount controllers run against the API.
 from __future__ import annotations
 
 import logging
+from contextlib import aclosing
 from typing import Any
 
 import trio
@@ -40,14 +41,15 @@ class NamespaceController:
             started = False
             while True:
                 try:
-                    async for kind, ns in self.registry.watch(self.namespaces, "", ListOptions()):
-                        if kind == "ERROR":
-                            break
-                        if kind in ("ADDED", "MODIFIED"):
-                            await self._sync(ns)
-                        if not started:
-                            started = True
-                            task_status.started()
+                    async with aclosing(self.registry.watch(self.namespaces, "", ListOptions())) as events:
+                        async for kind, ns in events:
+                            if kind == "ERROR":
+                                break
+                            if kind in ("ADDED", "MODIFIED"):
+                                await self._sync(ns)
+                            if not started:
+                                started = True
+                                task_status.started()
                 except errors.KapiError:
                     log.exception("namespace controller: watch failed; restarting")
                 if not started:

@@ -21,6 +21,8 @@ __all__ = [
     "LabelSelector",
     "Requirement",
     "field_values",
+    "label_selector_from_spec",
+    "new_requirement",
     "parse_field_selector",
     "parse_label_selector",
     "selectable_fields",

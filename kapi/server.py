@@ -17,7 +17,7 @@ from . import __version__
 from .api.app import App, Health
 from .api.discovery import Discovery
 from .api.handlers import Handlers
-from .api.openapi import OpenAPI
+from .api.openapi import OpenAPIDocuments
 from .auth.authn import Authenticator, User, read_token_file
 from .auth.authz import Authorizer
 from .config import Config
@@ -69,7 +69,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
     return App(
         handlers=Handlers(registry, table, schema, min_request_timeout_s=config.min_request_timeout_s),
         discovery=Discovery(table),
-        openapi=OpenAPI.for_table(schema, table),
+        openapi=OpenAPIDocuments(schema, table.resources),
         authn=Authenticator(tokens, anonymous=config.anonymous_auth),
         authz=Authorizer(tuple(config.authorization_mode)),
         health=health,

@@ -14,6 +14,7 @@ from ..auth.authn import Authenticator
 from ..auth.authz import Authorizer
 from . import negotiate
 from .discovery import Discovery
+from .openapi import OpenAPIDocuments
 from .handlers import Handlers, RequestContext
 from .request import parse_query, request_info
 from .responses import Response, status_response, text_response
@@ -60,7 +61,7 @@ class App:
 
     handlers: Handlers
     discovery: Discovery
-    openapi: Any
+    openapi: OpenAPIDocuments
     authn: Authenticator
     authz: Authorizer
     health: Health
@@ -180,14 +181,23 @@ class App:
         return Response(200, body, headers=[("Vary", "Accept")])
 
     def _openapi(self, ctx: RequestContext, path: str) -> Response:
-        doc = self.openapi.serve(path, ctx.query, ctx.header("accept"))
+        if path == "/openapi/v2":
+            accept = ctx.header("accept")
+            if accept and "json" not in accept and "*/*" not in accept:
+                raise errors.NotAcceptable("only application/json is served for /openapi/v2")
+            doc = self.openapi.v2()
+        elif path == "/openapi/v3":
+            doc = self.openapi.v3_discovery()
+        else:
+            doc = self.openapi.v3(path.removeprefix("/openapi/v3/"))
         if doc is None:
             raise errors.NotFound("the server could not find the requested resource")
-        body, content_type, etag = doc
-        headers = [("ETag", etag), ("Vary", "Accept")] if etag else []
-        if etag and ctx.header("if-none-match") == etag:
-            return Response(304, b"", content_type, headers)
-        return Response(200, body, content_type, headers)
+        headers = [("ETag", doc.etag), ("Vary", "Accept")]
+        if ctx.query.get("hash") == doc.hash:
+            headers.append(("Cache-Control", "public, immutable"))
+        if ctx.header("if-none-match") == doc.etag:
+            return Response(304, b"", doc.content_type, headers)
+        return Response(200, doc.body, doc.content_type, headers)
 
 
 async def _read_body(receive: Any, limit: int) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from contextlib import aclosing
 import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterator
@@ -22,7 +23,7 @@ from . import negotiate
 from .negotiate import JSON, YAML, Output
 from .request import RequestInfo
 from .responses import Response, encode, object_response, success_status
-from .tables import build_table
+from .tables import build_object_table, build_table
 
 Obj = dict[str, Any]
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
@@ -74,7 +75,9 @@ class Handlers:
         allowed = res.verbs if not info.subresource else ("get", "patch", "update")
         if info.subresource == "finalize":
             allowed = ("update",)
-        if verb not in allowed and not (verb == "watch" and "watch" in res.verbs):
+        named_only = verb in ("update", "patch") and not info.name
+        collection_only = verb == "create" and bool(info.name)
+        if named_only or collection_only or verb not in allowed and not (verb == "watch" and "watch" in res.verbs):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         method = getattr(self, verb)
         resp: Response = await method(ctx, res)
@@ -91,9 +94,9 @@ class Handlers:
             return object_response(await self.registry.get_scale(res, info.namespace, info.name), out)
         obj = await self.registry.get(res, info.namespace, info.name)
         if out.as_kind == "Table":
-            table = build_table(res.resource, res.group, [obj], time.time(), include_object=out.include_object,
-                                list_meta={"resourceVersion": obj["metadata"].get("resourceVersion", "")})
-            return object_response(_table_version(table, out), out)
+            table = build_object_table(res.resource, res.group, obj, time.time(),
+                                       include_object=out.include_object, table_version=out.as_version)
+            return object_response(table, out)
         if out.as_kind == "PartialObjectMetadata":
             return object_response(_partial(obj, out.as_version), out)
         return object_response(obj, out)
@@ -110,8 +113,9 @@ class Handlers:
             list_meta["remainingItemCount"] = page.remaining
         if out.as_kind == "Table":
             table = build_table(res.resource, res.group, page.items, time.time(),
-                                include_object=out.include_object, list_meta=list_meta)
-            return object_response(_table_version(table, out), out)
+                                include_object=out.include_object, list_meta=list_meta,
+                                table_version=out.as_version)
+            return object_response(table, out)
         if out.as_kind in ("PartialObjectMetadataList", "PartialObjectMetadata"):
             body = {"kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{out.as_version}",
                     "metadata": list_meta, "items": [_partial(o, out.as_version) for o in page.items]}
@@ -325,11 +329,12 @@ async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
 
 async def _watch_stream(events: AsyncIterator[tuple[str, Obj]], timeout_s: float) -> AsyncIterator[bytes]:
     """Newline-delimited watch events until the timeout; an ERROR event ends the stream."""
-    with trio.move_on_after(timeout_s):
-        async for kind, obj in events:
-            yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
-            if kind == "ERROR":
-                break
+    async with aclosing(events):
+        with trio.move_on_after(timeout_s):
+            async for kind, obj in events:
+                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+                if kind == "ERROR":
+                    break
 
 
 def _untyped(obj: Obj) -> Obj:
@@ -344,7 +349,4 @@ def _partial(obj: Obj, version: str) -> Obj:
             "metadata": obj.get("metadata", {})}
 
 
-def _table_version(table: Obj, out: Output) -> Obj:
-    table["apiVersion"] = f"meta.k8s.io/{out.as_version or 'v1'}"
-    return table
 

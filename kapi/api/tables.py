@@ -2,8 +2,7 @@
 
 Columns and cells follow ``pkg/printers/internalversion/printers.go``; the
 server always prints wide, so priority-1 columns and cells are included.
-Resources without a printer get the default table convertor of
-``apiserver/pkg/registry/rest/table.go`` (Name, Created At).
+Built-in resources without a printer of their own here get Name and Age.
 """
 
 from __future__ import annotations
@@ -308,8 +307,8 @@ _COLUMNS: Final[Mapping[tuple[str, str], tuple[dict[str, Any], ...]]] = {
 # events.k8s.io Events share the core Event storage and so its table convertor.
 _ALIASES: Final = {("events", "events.k8s.io"): ("events", "")}
 
-# apiserver/pkg/registry/rest/table.go: the table of resources without a printer.
-_DEFAULT_COLUMNS: Final = (_NAME, _col("Created At", "date", _CREATED_DOC))
+# Resources without a printer of their own: Name and Age.
+_DEFAULT_COLUMNS: Final = (_NAME, _AGE)
 
 
 def _key(resource: str, group: str) -> tuple[str, str]:
@@ -684,11 +683,7 @@ def _lease_row(obj: Obj, now: float) -> list[Any]:
 
 def _default_row(obj: Obj, now: float) -> list[Any]:
     meta = _d(obj.get("metadata"))
-    created = _parse_time(meta.get("creationTimestamp"))
-    # Go formats the zero time for objects without a timestamp.
-    stamp = (datetime.fromtimestamp(created, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-             if created is not None else "0001-01-01T00:00:00Z")
-    return [_str(meta.get("name")), stamp]
+    return [_str(meta.get("name")), _since(meta.get("creationTimestamp"), now)]
 
 
 _PRINTERS: Final[Mapping[tuple[str, str], Callable[[Obj, float], list[Any]]]] = {

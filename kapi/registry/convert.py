@@ -6,6 +6,7 @@ store, two views), with kube-apiserver's field mapping.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from .resources import Resource
@@ -59,3 +60,19 @@ def to_storage(res: Resource, obj: Obj) -> Obj:
             out[old] = obj[new]
     out.setdefault("involvedObject", {})
     return out
+
+
+def normalize_write(res: Resource, obj: Obj) -> None:
+    """Field folding kube-apiserver's conversion does on every write (in place).
+
+    Secret ``stringData`` is write-only: it is merged into ``data`` (base64) and dropped.
+    """
+    if res.resource == "secrets" and res.group == "":
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict) and string_data:
+            data = obj.get("data")
+            if not isinstance(data, dict):
+                data = {}
+                obj["data"] = data
+            for k, v in string_data.items():
+                data[k] = base64.b64encode(str(v).encode()).decode()

@@ -18,7 +18,8 @@ import trio
 from .. import codec, errors, meta
 from ..defaults import apply_defaults
 from ..listopts import ListOptions, decode_continue, encode_continue
-from ..selectors import FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector
+from ..selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector,
+                         selectable_fields)
 from ..storage.base import KeyValue, Storage
 from ..validation import validate, validate_object_meta, validate_update_meta
 from . import convert
@@ -125,18 +126,17 @@ class Registry:
         label = parse_label_selector(opts.label_selector) if opts.label_selector else None
         fsel = None
         if opts.field_selector:
-            fsel = parse_field_selector(opts.field_selector, self.selectable_fields(res))
+            fsel = parse_field_selector(opts.field_selector, self.selectable_fields(res), kind=res.kind)
         if label is not None and label.empty:
             label = None
         if fsel is not None and not fsel.requirements:
             fsel = None
         return Selection(label, fsel)
 
-    def selectable_fields(self, res: Resource) -> list[str]:
-        from ..selectors import FIELD_SELECTORS
-
-        fields = ["metadata.name"] + (["metadata.namespace"] if res.namespaced else [])
-        return fields + list(FIELD_SELECTORS.get(res.kind, ()))
+    @staticmethod
+    def selectable_fields(res: Resource) -> frozenset[str]:
+        fields = selectable_fields(res.kind)
+        return fields if res.namespaced else fields - {"metadata.namespace"}
 
     def matches(self, res: Resource, sel: Selection, obj: Obj) -> bool:
         md = obj.get("metadata", {})
@@ -263,6 +263,7 @@ class Registry:
             md.pop("generation", None)
         if res.has_status and res.resource != "customresourcedefinitions":
             obj.pop("status", None)
+        convert.normalize_write(res, obj)
         apply_defaults(res.resource, res.group, obj)
         causes = validate_object_meta(obj, namespaced=res.namespaced, resource=res.resource, group=res.group)
         causes += validate(res.resource, res.group, obj, None)
@@ -484,6 +485,7 @@ class Registry:
         else:
             md.pop("generation", None)
         if subresource != "status":
+            convert.normalize_write(res, new)
             apply_defaults(res.resource, res.group, new)
             causes = validate_object_meta(new, namespaced=res.namespaced, resource=res.resource,
                                           group=res.group)

@@ -25,7 +25,8 @@ from __future__ import annotations
 import functools
 import gzip
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -94,7 +95,7 @@ class TypeDef:
     type: str
     format: str = ""
     description: str = ""
-    fields: Mapping[str, FieldDef] = field(default_factory=lambda: MappingProxyType({}))
+    fields: Mapping[str, FieldDef] = dataclass_field(default_factory=lambda: MappingProxyType({}))
     required: tuple[str, ...] = ()
     gvks: tuple[GVK, ...] = ()
     map_type: str = ""
@@ -267,3 +268,40 @@ def _walk_shape(schema: Schema, f: FieldDef, value: Any, path: str, out: list[st
     elif f.type == "object" and f.values is not None and isinstance(value, dict):
         for key, item in value.items():
             _walk_shape(schema, f.values, item, _join(path, key), out)
+
+
+def prune_unknown_fields(schema: Schema, gvk: GVK | tuple[str, str, str], obj: Any) -> Any:
+    """A copy of ``obj`` without the fields its schema does not declare (what typed decoding drops)."""
+    if not isinstance(gvk, GVK):
+        gvk = GVK(*gvk)
+    root = schema.type_for(gvk.group, gvk.version, gvk.kind)
+    if root is None:
+        return obj
+    return _prune_type(schema, root, obj, top=True)
+
+
+def _prune_type(schema: Schema, t: TypeDef, value: Any, top: bool = False) -> Any:
+    if not t.is_struct or not isinstance(value, dict) or t.preserve_unknown:
+        return value
+    out: dict[str, Any] = {}
+    for key, sub in value.items():
+        f = t.fields.get(key)
+        if f is None:
+            if top and key in ("apiVersion", "kind"):
+                out[key] = sub
+            continue
+        out[key] = _prune_shape(schema, f, sub)
+    return out
+
+
+def _prune_shape(schema: Schema, f: FieldDef, value: Any) -> Any:
+    if value is None:
+        return value
+    if f.ref:
+        t = schema.get(f.ref)
+        return _prune_type(schema, t, value) if t is not None else value
+    if f.type == "array" and f.items is not None and isinstance(value, list):
+        return [_prune_shape(schema, f.items, item) for item in value]
+    if f.type == "object" and f.values is not None and isinstance(value, dict):
+        return {k: _prune_shape(schema, f.values, item) for k, item in value.items()}
+    return value

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import bisect
+import builtins
 from typing import AsyncContextManager, Iterable
 
 import trio
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict  # type: ignore[import-untyped]
 
 from kapi.errors import KeyExists, KeyNotFound, RevisionCompacted, RevisionConflict, StorageUnavailable
 from kapi.storage._keys import prefix_end, range_start
@@ -61,8 +62,8 @@ class MemoryStorage:
         if existing is not None:
             raise KeyExists(f"key {key!r} already exists", key=key, revision=existing.revision)
         revision = self._revision + 1
-        self._commit(Event("ADDED", key, value, None, revision, revision, 0))
         self._current[key] = KeyValue(key, value, revision, revision)
+        self._commit(Event("ADDED", key, value, None, revision, revision, 0))
         return revision
 
     async def update(self, key: str, value: bytes, expected_revision: int) -> int:
@@ -70,8 +71,8 @@ class MemoryStorage:
         await self._ready()
         old = self._expect(key, expected_revision)
         revision = self._revision + 1
-        self._commit(Event("MODIFIED", key, value, old.value, revision, old.create_revision, old.revision))
         self._current[key] = KeyValue(key, value, revision, old.create_revision)
+        self._commit(Event("MODIFIED", key, value, old.value, revision, old.create_revision, old.revision))
         return revision
 
     async def delete(self, key: str, expected_revision: int | None = None) -> tuple[int, KeyValue]:
@@ -79,8 +80,8 @@ class MemoryStorage:
         await self._ready()
         old = self._expect(key, expected_revision)
         revision = self._revision + 1
-        self._commit(Event("DELETED", key, None, old.value, revision, old.create_revision, old.revision))
         del self._current[key]
+        self._commit(Event("DELETED", key, None, old.value, revision, old.create_revision, old.revision))
         return revision, old
 
     async def compact(self, revision: int) -> None:
@@ -97,7 +98,7 @@ class MemoryStorage:
     async def get(self, key: str) -> KeyValue:
         """The latest value of ``key``."""
         await self._ready()
-        found = self._current.get(key)
+        found: KeyValue | None = self._current.get(key)
         if found is None:
             raise KeyNotFound(f"key {key!r} not found", key=key)
         return found
@@ -150,7 +151,7 @@ class MemoryStorage:
 
     def _expect(self, key: str, expected_revision: int | None) -> KeyValue:
         """The current value of ``key``, checked against the caller's expected revision."""
-        old = self._current.get(key)
+        old: KeyValue | None = self._current.get(key)
         if old is None:
             raise KeyNotFound(f"key {key!r} not found", key=key)
         if expected_revision is not None and old.revision != expected_revision:
@@ -179,7 +180,7 @@ class MemoryStorage:
         items = [self._current[k] for k in keys]
         return ListResult(items, self._revision, more=end < last, remaining=last - end)
 
-    def _state_at(self, revision: int, prefix: str, low: str, high: str | None) -> list[KeyValue]:
+    def _state_at(self, revision: int, prefix: str, low: str, high: str | None) -> builtins.list[KeyValue]:
         """The values in ``[low, high)`` as they were at ``revision``, in key order."""
         # The first event after ``revision`` on a key tells what the key held at ``revision``.
         before: dict[str, KeyValue | None] = {}
@@ -196,7 +197,7 @@ class MemoryStorage:
         state.update((k, kv) for k, kv in before.items() if kv is not None)
         return [state[k] for k in sorted(state)]
 
-    async def _read_history(self, prefix: str, after: int, upto: int, limit: int) -> list[Event]:
+    async def _read_history(self, prefix: str, after: int, upto: int, limit: int) -> builtins.list[Event]:
         await trio.lowlevel.checkpoint()
         if after < self._compacted:
             raise RevisionCompacted(f"revision {after} has been compacted", revision=self._compacted)

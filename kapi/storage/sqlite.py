@@ -7,6 +7,7 @@ one range scan), ``meta`` the store revision and the compacted revision.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import queue
 import sqlite3
@@ -313,11 +314,12 @@ class SqliteStorage:
         finally:
             # New writes are refused from here on, so the stop marker is the last request queued.
             self._writer = None
-            writer.queue.put(None)
             idle, self._idle = self._idle, []
             with trio.move_on_after(30) as scope:
                 scope.shield = True
+                # Readers first: the writer's connection, closing last, checkpoints the WAL.
                 await trio.to_thread.run_sync(_close_all, idle, abandon_on_cancel=True)
+                writer.queue.put(None)
                 await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
 
     # ------------------------------------------------------------ writes
@@ -396,7 +398,9 @@ class SqliteStorage:
             raise write.error
         return write.result
 
-    def _on_commit(self, batch: list[_Write], events: list[Event], revision: int, compacted: int, ok: bool) -> None:
+    def _on_commit(
+        self, batch: builtins.list[_Write], events: builtins.list[Event], revision: int, compacted: int, ok: bool
+    ) -> None:
         """In trio: publish a finished transaction, then wake its writers."""
         self._transactions += ok
         self._writes += len(batch)
@@ -411,20 +415,20 @@ class SqliteStorage:
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._writer is None:
             raise StorageUnavailable("storage is not running")
-        conn = self._idle.pop() if self._idle else None
-        conn, result, error = await trio.to_thread.run_sync(self._read_in_thread, conn, fn, args)
+        idle = self._idle.pop() if self._idle else None
+        conn, outcome = await trio.to_thread.run_sync(self._read_in_thread, idle, fn, args)
         if self._writer is not None and len(self._idle) < self._read_pool:
             self._idle.append(conn)
         else:
             conn.close()  # only after shutdown or with a full pool; other connections keep the WAL open
-        if error is not None:
-            raise error
-        return result
+        if isinstance(outcome, StorageError):
+            raise outcome
+        return outcome
 
     def _read_in_thread(
         self, conn: sqlite3.Connection | None, fn: Callable[..., T], args: tuple[Any, ...]
-    ) -> tuple[sqlite3.Connection, T | None, StorageError | None]:
-        """In a worker thread: the connection back for the pool, the result or the storage error."""
+    ) -> tuple[sqlite3.Connection, T | StorageError]:
+        """In a worker thread: the connection back for the pool, and the result or the storage error."""
         try:
             with _mapped():
                 if conn is None:
@@ -433,9 +437,9 @@ class SqliteStorage:
                     conn.execute("PRAGMA query_only = 1")
                 conn.execute("BEGIN")
                 try:
-                    return conn, fn(conn, *args), None
+                    return conn, fn(conn, *args)
                 except StorageError as exc:
-                    return conn, None, exc
+                    return conn, exc
                 finally:
                     conn.execute("ROLLBACK")
         except BaseException:
@@ -443,7 +447,7 @@ class SqliteStorage:
                 conn.close()
             raise
 
-    async def _read_history(self, prefix: str, after: int, upto: int, limit: int) -> list[Event]:
+    async def _read_history(self, prefix: str, after: int, upto: int, limit: int) -> builtins.list[Event]:
         return await self._read(_history, prefix, after, upto, limit)
 
     def _open_writer(self) -> tuple[sqlite3.Connection, int, int]:
@@ -473,7 +477,7 @@ def _close_all(conns: list[sqlite3.Connection]) -> None:
         conn.close()
 
 
-def _key_range(column: str, low: str, high: str | None) -> tuple[str, tuple[str, ...]]:
+def _key_range(column: str, low: str, high: str | None) -> tuple[str, tuple[object, ...]]:
     """SQL condition and parameters for ``low <= column < high``."""
     if high is None:
         return f"{column} >= ?", (low,)

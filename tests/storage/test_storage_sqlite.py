@@ -195,8 +195,8 @@ async def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
                     break
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
-                    key, revision = line.decode().split()
-                    acknowledged[key] = int(revision)
+                    key, acked = line.decode().split()
+                    acknowledged[key] = int(acked)
                 if not killed and len(acknowledged) >= 500:
                     process.kill()  # SIGKILL mid-stream; lines already printed are still read
                     killed = True

@@ -1,0 +1,192 @@
+"""The everyday kubectl verbs against a real ``kapi serve``, with kubectl 1.33 and 1.27."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import yaml
+
+from .conftest import Kubectl
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def test_version(kubectl: Kubectl) -> None:
+    out = json.loads(kubectl.run("version", "-o", "json").stdout)
+    assert out["serverVersion"]["major"] == "1"
+    assert out["serverVersion"]["minor"] == "33"
+    assert out["serverVersion"]["gitVersion"].startswith("v1.33.")
+
+
+def test_api_resources(kubectl: Kubectl) -> None:
+    out = kubectl.run("api-resources").stdout
+    lines = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert "pods" in lines and "po" in lines["pods"]
+    assert "deployments" in lines and "deploy" in lines["deployments"] and "apps/v1" in lines["deployments"]
+    assert "customresourcedefinitions" in lines
+    assert "leases" in lines
+    namespaced = kubectl.run("api-resources", "--namespaced=false", "-o", "name").stdout.split()
+    assert "namespaces" in namespaced and "nodes" in namespaced and "pods" not in namespaced
+
+
+def test_namespace_create_get_describe_delete(kubectl: Kubectl) -> None:
+    ns = _name("ns")
+    manifest = json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    if kubectl.version == "1.27":
+        kubectl.run("create", "namespace", ns)
+    else:
+        kubectl.run("create", "-f", "-", input=manifest)
+    got = json.loads(kubectl.run("get", "namespace", ns, "-o", "json").stdout)
+    assert got["status"]["phase"] == "Active"
+    table = kubectl.run("get", "ns", ns).stdout.splitlines()
+    assert table[0].split() == ["NAME", "STATUS", "AGE"]
+    assert table[1].split()[:2] == [ns, "Active"]
+    described = kubectl.run("describe", "namespace", ns).stdout
+    assert f"Name:         {ns}" in described and "Active" in described
+    kubectl.run("-n", ns, "create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "inside"}, "data": {"a": "b"}}))
+    out = kubectl.run("delete", "namespace", ns, "--timeout=60s")
+    assert f'namespace "{ns}" deleted' in out.stdout
+    gone = kubectl.run("get", "namespace", ns, check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
+
+
+def test_create_subcommand_with_protobuf_body_is_a_clear_415(kubectl133: Kubectl) -> None:
+    out = kubectl133.run("create", "namespace", _name("pb"), check=False)
+    if out.returncode == 0:
+        return  # a kubectl that sends JSON
+    assert "UnsupportedMediaType" in out.stderr or "unknown format" in out.stderr or "415" in out.stderr
+    assert "500" not in out.stderr and "InternalError" not in out.stderr
+
+
+def test_configmap_from_literals(kubectl127: Kubectl, namespace: str) -> None:
+    kubectl127.run("create", "configmap", "lit", "--from-literal=a=1", "--from-literal=b=two", namespace=namespace)
+    got = json.loads(kubectl127.run("get", "cm", "lit", "-o", "json", namespace=namespace).stdout)
+    assert got["data"] == {"a": "1", "b": "two"}
+    table = kubectl127.run("get", "cm", namespace=namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "DATA", "AGE"]
+    row = next(line.split() for line in table[1:] if line.startswith("lit "))
+    assert row[1] == "2"
+
+
+def _deployment(name: str, image: str = "nginx:1.25", replicas: int = 1) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "web", "image": image,
+                                                       "ports": [{"containerPort": 80}]}]}}}})
+
+
+def test_apply_then_reapply_a_change(kubectl: Kubectl, namespace: str) -> None:
+    out = kubectl.run("apply", "-f", "-", input=_deployment("web"), namespace=namespace)
+    assert "deployment.apps/web created" in out.stdout
+    out = kubectl.run("apply", "-f", "-", input=_deployment("web"), namespace=namespace)
+    assert "deployment.apps/web unchanged" in out.stdout
+    out = kubectl.run("apply", "-f", "-", input=_deployment("web", image="nginx:1.27", replicas=2),
+                      namespace=namespace)
+    assert "deployment.apps/web configured" in out.stdout
+    got = json.loads(kubectl.run("get", "deploy", "web", "-o", "json", namespace=namespace).stdout)
+    assert got["spec"]["replicas"] == 2
+    assert got["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.27"
+    assert got["metadata"]["generation"] == 2
+    assert "kubectl.kubernetes.io/last-applied-configuration" in got["metadata"]["annotations"]
+    table = kubectl.run("get", "deployments", namespace=namespace).stdout.splitlines()
+    assert table[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    wide = kubectl.run("get", "deployments", "-o", "wide", namespace=namespace).stdout.splitlines()
+    assert wide[0].split()[5:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert "nginx:1.27" in wide[1]
+
+
+def test_get_pods_table(kubectl: Kubectl, namespace: str, pod_json: dict) -> None:  # type: ignore[type-arg]
+    pod = dict(pod_json)
+    pod["metadata"] = {"name": "p1", "labels": {"app": "demo"}}
+    pod.pop("status", None)
+    spec = dict(pod["spec"])
+    spec.pop("nodeName", None)
+    pod["spec"] = spec
+    kubectl.run("create", "-f", "-", input=json.dumps(pod), namespace=namespace)
+    lines = kubectl.run("get", "pods", namespace=namespace).stdout.splitlines()
+    assert lines[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert lines[1].split()[:3] == ["p1", f"0/{len(spec['containers'])}", "Pending"]
+    wide = kubectl.run("get", "pods", "-o", "wide", namespace=namespace).stdout.splitlines()
+    assert wide[0].split()[5:] == ["IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"]
+
+
+def test_label_and_selectors(kubectl: Kubectl, namespace: str) -> None:
+    for name in ("a", "b", "c"):
+        kubectl.run("create", "-f", "-", namespace=namespace, input=json.dumps(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}))
+    kubectl.run("label", "cm", "a", "b", "tier=front", namespace=namespace)
+    kubectl.run("label", "cm", "c", "tier=back", namespace=namespace)
+    names = kubectl.run("get", "cm", "-l", "tier=front", "-o", "name", namespace=namespace).stdout.split()
+    assert names == ["configmap/a", "configmap/b"]
+    names = kubectl.run("get", "cm", "-l", "tier in (back)", "-o", "name", namespace=namespace).stdout.split()
+    assert names == ["configmap/c"]
+    names = kubectl.run("get", "cm", "-l", "tier!=front,tier", "-o", "name", namespace=namespace).stdout.split()
+    assert names == ["configmap/c"]
+    kubectl.run("label", "cm", "a", "tier=back", "--overwrite", namespace=namespace)
+    kubectl.run("label", "cm", "b", "tier-", namespace=namespace)
+    names = kubectl.run("get", "cm", "-l", "tier=back", "-o", "name", namespace=namespace).stdout.split()
+    assert names == ["configmap/a", "configmap/c"]
+    bad = kubectl.run("get", "cm", "-l", "tier in ", namespace=namespace, check=False)
+    assert bad.returncode != 0
+
+
+def test_patch_all_three_types(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.run("apply", "-f", "-", input=_deployment("pt"), namespace=namespace)
+    kubectl.run("patch", "deploy", "pt", "--type=json", "-p",
+                '[{"op":"replace","path":"/spec/replicas","value":3}]', namespace=namespace)
+    kubectl.run("patch", "deploy", "pt", "--type=merge", "-p", '{"metadata":{"labels":{"x":"y"}}}',
+                namespace=namespace)
+    kubectl.run("patch", "deploy", "pt", "-p",
+                '{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"busybox"}]}}}}',
+                namespace=namespace)
+    got = json.loads(kubectl.run("get", "deploy", "pt", "-o", "json", namespace=namespace).stdout)
+    assert got["spec"]["replicas"] == 3
+    assert got["metadata"]["labels"]["x"] == "y"
+    names = [c["name"] for c in got["spec"]["template"]["spec"]["containers"]]
+    assert sorted(names) == ["side", "web"]
+
+
+def test_scale(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.run("apply", "-f", "-", input=_deployment("sc"), namespace=namespace)
+    out = kubectl.run("scale", "deployment", "sc", "--replicas=4", namespace=namespace)
+    assert "deployment.apps/sc scaled" in out.stdout
+    got = json.loads(kubectl.run("get", "deploy", "sc", "-o", "json", namespace=namespace).stdout)
+    assert got["spec"]["replicas"] == 4
+
+
+def test_delete(kubectl: Kubectl, namespace: str) -> None:
+    kubectl.run("create", "-f", "-", namespace=namespace, input=json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "del"}}))
+    out = kubectl.run("delete", "cm", "del", namespace=namespace)
+    assert 'configmap "del" deleted' in out.stdout
+    gone = kubectl.run("get", "cm", "del", namespace=namespace, check=False)
+    assert gone.returncode != 0 and 'configmaps "del" not found' in gone.stderr
+
+
+def test_explain_pods(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "pods").stdout
+    assert "KIND:" in out and "Pod" in out
+    assert "spec" in out and "status" in out
+    out = kubectl.run("explain", "pods.spec.containers.image").stdout
+    assert "image" in out.lower()
+
+
+def test_duplicate_create_and_stale_update_errors(kubectl: Kubectl, namespace: str) -> None:
+    manifest = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dup"}, "data": {"v": "1"}})
+    kubectl.run("create", "-f", "-", input=manifest, namespace=namespace)
+    again = kubectl.run("create", "-f", "-", input=manifest, namespace=namespace, check=False)
+    assert again.returncode != 0
+    assert 'configmaps "dup" already exists' in again.stderr
+    current = json.loads(kubectl.run("get", "cm", "dup", "-o", "json", namespace=namespace).stdout)
+    stale = dict(current, data={"v": "stale"})
+    current["data"] = {"v": "2"}
+    kubectl.run("replace", "-f", "-", input=json.dumps(current), namespace=namespace)
+    out = kubectl.run("replace", "-f", "-", input=json.dumps(stale), namespace=namespace, check=False)
+    assert out.returncode != 0
+    assert "the object has been modified; please apply your changes to the latest version" in out.stderr
