@@ -28,6 +28,8 @@ class Pki:
     ca_cert: Path
     serving_cert: Path
     serving_key: Path
+    admin_cert: Path
+    admin_key: Path
     admin_token: str
 
 
@@ -48,7 +50,7 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _cert(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey,
           signing_key: ec.EllipticCurvePrivateKey, *, ca: bool, days: int,
-          sans: list[x509.GeneralName] | None = None) -> x509.Certificate:
+          sans: list[x509.GeneralName] | None = None, client: bool = False) -> x509.Certificate:
     now = dt.datetime.now(dt.timezone.utc)
     builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
                .serial_number(x509.random_serial_number())
@@ -65,7 +67,8 @@ def _cert(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePub
             digital_signature=True, key_encipherment=True, content_commitment=False, data_encipherment=False,
             key_agreement=False, key_cert_sign=False, crl_sign=False, encipher_only=False,
             decipher_only=False), critical=True)
-        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+        builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
     return builder.sign(signing_key, hashes.SHA256())
@@ -98,9 +101,19 @@ def ensure_pki(data_dir: Path, bind_address: str) -> Pki:
                      key.public_key(), ca_key, ca=False, days=365, sans=sans)  # type: ignore[arg-type]
         _write_private(srv_key_path, _pem_key(key))
         srv_cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    admin_cert_path, admin_key_path = pki / "admin.crt", pki / "admin.key"
+    if not admin_cert_path.exists() or not admin_key_path.exists():
+        key = _key()
+        subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                             x509.NameAttribute(NameOID.COMMON_NAME, "kapi-admin")])
+        cert = _cert(subject, ca_cert.subject, key.public_key(), ca_key, ca=False, days=365,  # type: ignore[arg-type]
+                     client=True)
+        _write_private(admin_key_path, _pem_key(key))
+        admin_cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     if not token_path.exists():
         _write_private(token_path, secrets.token_urlsafe(32).encode())
-    return Pki(ca_cert_path, srv_cert_path, srv_key_path, token_path.read_text().strip())
+    return Pki(ca_cert_path, srv_cert_path, srv_key_path, admin_cert_path, admin_key_path,
+               token_path.read_text().strip())
 
 
 def _missing_ip(cert_path: Path, ips: set[str]) -> bool:
@@ -114,14 +127,17 @@ def _missing_ip(cert_path: Path, ips: set[str]) -> bool:
 
 
 def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
-    """The admin kubeconfig: CA embedded, the admin bearer token (group system:masters)."""
+    """The admin kubeconfig: CA embedded; the admin's client certificate and bearer token (system:masters)."""
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "kapi", "cluster": {
             "server": server,
             "certificate-authority-data": base64.b64encode(pki.ca_cert.read_bytes()).decode()}}],
-        "users": [{"name": "kapi-admin", "user": {"token": pki.admin_token}}],
+        "users": [{"name": "kapi-admin", "user": {
+            "client-certificate-data": base64.b64encode(pki.admin_cert.read_bytes()).decode(),
+            "client-key-data": base64.b64encode(pki.admin_key.read_bytes()).decode(),
+            "token": pki.admin_token}}],
         "contexts": [{"name": "kapi", "context": {"cluster": "kapi", "user": "kapi-admin",
                                                    "namespace": "default"}}],
         "current-context": "kapi",

@@ -11,7 +11,6 @@ from typing import Any
 
 import trio
 from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve as hypercorn_serve
 
 from . import __version__
 from .api.app import App, Health
@@ -22,6 +21,7 @@ from .auth.authn import Authenticator, User, read_token_file
 from .auth.authz import Authorizer
 from .config import Config
 from .controllers import NamespaceController
+from .https import serve_https
 from .pki import ensure_pki, write_kubeconfig
 from .registry.resources import ResourceTable
 from .registry.store import INITIAL_NAMESPACES, Registry
@@ -109,7 +109,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
         await services.start(namespaces.run)
 
         async with trio.open_nursery() as http:
-            binds = await http.start(partial(hypercorn_serve, app, hconf, shutdown_trigger=shutdown.wait))
+            binds = await http.start(partial(serve_https, app, hconf, str(pki.ca_cert), app.peer_certificates,
+                                             shutdown_trigger=shutdown.wait))
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             kubeconfig = data_dir / "admin.kubeconfig"

@@ -20,7 +20,7 @@ LAYERS = {
     "storage": 2,
     "cacher": 3,
     "registry": 4, "admission": 4,
-    "controllers": 5, "auth": 5, "api": 5,
+    "controllers": 5, "auth": 5, "api": 5, "https": 5, "pki": 1,
     "server": 6, "__main__": 7, "__init__": 7,
 }
 

@@ -12,6 +12,7 @@ import trio
 from .. import errors
 from ..auth.authn import Authenticator
 from ..auth.authz import Authorizer
+from ..https import PeerCertificates
 from . import negotiate
 from .discovery import Discovery
 from .openapi import OpenAPIDocuments
@@ -69,6 +70,7 @@ class App:
     max_body_bytes: int = 3 * 1024 * 1024
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
+    peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
     _chain: Handler | None = None
 
     def __post_init__(self) -> None:
@@ -111,13 +113,14 @@ class App:
         info = request_info(method, path, query)
         body = await _read_body(receive, self.max_body_bytes) if method in ("POST", "PUT", "PATCH", "DELETE") \
             else b""
-        return RequestContext(method, path, query, headers, info, body)
+        return RequestContext(method, path, query, headers, info, body,
+                              client_cert=self.peer_certificates.get(scope.get("client")))
 
     # --------------------------------------------------------------- chain
 
     def _authenticate(self, inner: Handler) -> Handler:
         async def authenticate(ctx: RequestContext) -> Response:
-            ctx.user = self.authn.authenticate(ctx.header("authorization"))
+            ctx.user = self.authn.authenticate(ctx.header("authorization"), ctx.client_cert)
             return await inner(ctx)
 
         return authenticate

@@ -42,6 +42,7 @@ class RequestContext:
     body: bytes = b""
     user: Any = None
     warnings: list[str] = field(default_factory=list)
+    client_cert: bytes | None = None  # DER of the verified TLS client certificate
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "")

@@ -1,10 +1,13 @@
-"""Authentication: bearer tokens (static file, the admin token) and anonymous requests."""
+"""Authentication: x509 client certificates, bearer tokens (static file, the admin token), anonymous."""
 
 from __future__ import annotations
 
 import csv
 import hmac
 from dataclasses import dataclass, field
+
+from cryptography import x509
+from cryptography.x509.oid import NameOID
 
 from .. import errors
 
@@ -40,7 +43,10 @@ class Authenticator:
     tokens: dict[str, User] = field(default_factory=dict)
     anonymous: bool = True
 
-    def authenticate(self, authorization: str) -> User:
+    def authenticate(self, authorization: str, client_cert_der: bytes | None = None) -> User:
+        """x509 first (the TLS layer verified the chain against kapi's CA), then a bearer token."""
+        if client_cert_der:
+            return user_from_certificate(client_cert_der)
         if authorization:
             scheme, _, token = authorization.partition(" ")
             if scheme.lower() == "bearer" and token.strip():
@@ -52,3 +58,13 @@ class Authenticator:
         if self.anonymous:
             return ANONYMOUS
         raise errors.Unauthorized("Unauthorized")
+
+
+def user_from_certificate(der: bytes) -> User:
+    """kube-apiserver's x509 mapping: CN is the user name, each O a group."""
+    cert = x509.load_der_x509_certificate(der)
+    cn = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    if not cn:
+        raise errors.Unauthorized("Unauthorized")
+    return User(str(cn[0]), groups=tuple(str(o) for o in orgs) + ("system:authenticated",))

@@ -36,7 +36,9 @@ class Server:
         """One HTTPS request with the admin token; returns (status, headers, body)."""
         ctx = ssl.create_default_context(cafile=str(self.ca_file))
         req = urllib.request.Request(self.url + path, data=body, method=method)
-        req.add_header("Authorization", f"Bearer {self.token if token is None else token}")
+        token = self.token if token is None else token
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
         for k, v in (headers or {}).items():
             req.add_header(k, v)
         try:
