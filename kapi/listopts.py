@@ -47,10 +47,9 @@ def decode_continue(token: str) -> ContinueToken:
                                 "(version meta.k8s.io/v1)")
     if not isinstance(start, str) or not start:
         raise errors.BadRequest("continue key is not valid: encoded start key empty")
-    # The start key must be a clean relative path: no escaping the list prefix.
-    cleaned = posixpath.normpath("/" + start)
-    if cleaned.startswith("/.."):
-        raise errors.BadRequest("continue key is not valid: encoded start key is not a valid path")
+    # As kube-apiserver: the start key must already be a clean path (path.Clean leaves it unchanged).
+    if posixpath.normpath(start) != start:
+        raise errors.BadRequest(f"continue key is not valid: {start}")
     return ContinueToken(revision=rv, start=start)
 
 

@@ -15,7 +15,8 @@ from ..auth.authz import Authorizer
 from ..https import PeerCertificates
 from . import negotiate
 from .discovery import Discovery
-from .openapi import OpenAPIDocuments
+from .openapi import Document, OpenAPIDocuments
+from .openapi_pb import CONTENT_TYPE as PROTOBUF_CONTENT_TYPE
 from .handlers import Handlers, RequestContext
 from .request import parse_query, request_info
 from .responses import Response, status_response, text_response
@@ -185,10 +186,7 @@ class App:
 
     def _openapi(self, ctx: RequestContext, path: str) -> Response:
         if path == "/openapi/v2":
-            accept = ctx.header("accept")
-            if accept and "json" not in accept and "*/*" not in accept:
-                raise errors.NotAcceptable("only application/json is served for /openapi/v2")
-            doc = self.openapi.v2()
+            doc = self._openapi_v2(ctx.header("accept"))
         elif path == "/openapi/v3":
             doc = self.openapi.v3_discovery()
         else:
@@ -201,6 +199,19 @@ class App:
         if ctx.header("if-none-match") == doc.etag:
             return Response(304, b"", doc.content_type, headers)
         return Response(200, doc.body, doc.content_type, headers)
+
+
+    def _openapi_v2(self, accept: str) -> Document:
+        """JSON or gnostic protobuf, whichever the client prefers (q-values honoured)."""
+        if not accept.strip():
+            return self.openapi.v2()
+        for m in negotiate.parse_media_types(accept):
+            if m.type == PROTOBUF_CONTENT_TYPE.lower():
+                return self.openapi.v2_protobuf()
+            if m.type in ("application/json", "*/*", "application/*"):
+                return self.openapi.v2()
+        raise errors.NotAcceptable("only the following media types are accepted: application/json, "
+                                   + PROTOBUF_CONTENT_TYPE)
 
 
 async def _read_body(receive: Any, limit: int) -> bytes:

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from .openapi_pb import encode_openapi_v2
+
 from kapi.schema import FieldDef, Schema, TypeDef
 
 __all__ = ["Document", "OpenAPIDocuments", "ResourceRecord", "ServedResource"]
@@ -530,6 +532,15 @@ class OpenAPIDocuments:
         if "v2" not in self._cache:
             self._cache["v2"] = _document(self._build_v2())
         return self._cache["v2"]
+
+    def v2_protobuf(self) -> Document:
+        """``/openapi/v2`` as the gnostic protobuf Document that client-go's discovery reads."""
+        if "v2pb" not in self._cache:
+            body = encode_openapi_v2(self._build_v2())
+            # kube-openapi answers this media type (not a valid MIME token) as octet-stream.
+            self._cache["v2pb"] = Document(body=body, hash=hashlib.sha512(body).hexdigest().upper(),
+                                           content_type="application/octet-stream")
+        return self._cache["v2pb"]
 
     def v3_discovery(self) -> Document:
         """``/openapi/v3``: each group-version's document URL with its content hash."""

@@ -1,0 +1,33 @@
+"""The command line: flags map onto Config."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from kapi.__main__ import _duration_s, build_parser, config_from_args
+
+
+@pytest.mark.parametrize("text,seconds", [("90s", 90), ("5m", 300), ("1h30m", 5400), ("250ms", 0.25), ("12", 12)])
+def test_durations(text: str, seconds: float) -> None:
+    assert _duration_s(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text", ["5x", "m", "1h30"])
+def test_bad_durations(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        _duration_s(text)
+
+
+def test_flags_to_config() -> None:
+    args = build_parser().parse_args([
+        "serve", "--data-dir", "/tmp/x", "--secure-port", "0", "--storage-backend", "memory",
+        "--authorization-mode", "AlwaysAllow,AlwaysDeny", "--anonymous-auth", "false",
+        "--min-request-timeout", "30m", "--shutdown-delay-duration", "2s", "--watch-cache-sizes", "pods#1000",
+        "--group-commit", "false"])
+    cfg = config_from_args(args)
+    assert cfg.data_dir == "/tmp/x" and cfg.secure_port == 0 and cfg.storage_backend == "memory"
+    assert cfg.authorization_mode == ("AlwaysAllow", "AlwaysDeny") and not cfg.anonymous_auth
+    assert cfg.min_request_timeout_s == 1800 and cfg.shutdown_delay_s == 2
+    assert cfg.watch_cache_sizes == {"pods": 1000} and not cfg.group_commit
