@@ -110,3 +110,206 @@ class NamespaceController:
                                                          DeleteOptions(grace_period_s=0))
             remaining += sum(1 for obj in page.items if obj["metadata"].get("finalizers"))
         return remaining
+
+
+DependentKey = tuple[str, str, str, str]  # (group, resource, namespace, name)
+
+
+class GarbageCollector:
+    """Owner references: the ``orphan`` and ``foregroundDeletion`` finalizers, and background deletion.
+
+    An index from owner uid to dependents is kept up to date from a watch of every
+    resource. When an owner goes, dependents left without a live owner are deleted;
+    an owner with ``orphan`` has the references to it removed from its dependents;
+    an owner with ``foregroundDeletion`` waits until its dependents are gone.
+    """
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.dependents: dict[str, set[DependentKey]] = {}
+        self.owners: dict[DependentKey, tuple[dict[str, Any], ...]] = {}
+        self._by_key: dict[tuple[str, str], Resource] = {}
+        self._changed = trio.Event()
+        self._work: set[tuple[str, DependentKey]] = set()
+        self._waiting_foreground: set[DependentKey] = set()  # owners waiting for their dependents
+
+    def _resources(self) -> list[Resource]:
+        out = []
+        for res in self.registry.resources():
+            if res.storage_of[1]:
+                continue  # a view of another resource's objects
+            self._by_key[(res.group, res.resource)] = res
+            out.append(res)
+        return out
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for res in self._resources():
+                await nursery.start(self._watch, res)
+            nursery.start_soon(self._worker)
+            task_status.started()
+
+    async def _watch(self, res: Resource, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        started = False
+        while True:
+            try:
+                async with aclosing(self.registry.watch(res, "", ListOptions())) as events:
+                    if not started:
+                        started = True
+                        task_status.started()
+                    async for kind, obj in events:
+                        if kind == "ERROR":
+                            break
+                        self._observe(res, kind, obj)
+            except errors.KapiError:
+                log.exception("garbage collector: watch of %s failed; restarting", res.qualified)
+            if not started:
+                started = True
+                task_status.started()
+            await trio.sleep(0.5)
+
+    def _observe(self, res: Resource, kind: str, obj: Obj) -> None:
+        md = obj.get("metadata", {})
+        key = (res.group, res.resource, md.get("namespace", ""), md.get("name", ""))
+        for ref in self.owners.pop(key, ()):
+            deps = self.dependents.get(ref.get("uid", ""))
+            if deps is not None:
+                deps.discard(key)
+                if not deps:
+                    del self.dependents[ref.get("uid", "")]
+        uid = md.get("uid", "")
+        if kind == "DELETED":
+            for dep in list(self.dependents.get(uid, ())):
+                self._work.add(("orphaned?", dep))
+            self._work.add(("owner-gone", key))
+        else:
+            refs = tuple(r for r in md.get("ownerReferences") or () if isinstance(r, dict) and r.get("uid"))
+            if refs:
+                self.owners[key] = refs
+                for ref in refs:
+                    self.dependents.setdefault(ref["uid"], set()).add(key)
+            finalizers = md.get("finalizers") or ()
+            if md.get("deletionTimestamp") and ("orphan" in finalizers or "foregroundDeletion" in finalizers):
+                self._work.add(("finalize", key))
+        self._changed.set()
+
+    async def _worker(self) -> None:
+        while True:
+            await self._changed.wait()
+            self._changed = trio.Event()
+            work, self._work = self._work, set()
+            for what, key in sorted(work):
+                try:
+                    await self._process(what, key)
+                except errors.StatusError as err:
+                    log.info("garbage collector: %s %s: %s", what, key, err.message)
+                except errors.KapiError:
+                    log.exception("garbage collector: %s %s failed", what, key)
+            await trio.sleep(0)
+
+    async def _process(self, what: str, key: DependentKey) -> None:
+        if what == "orphaned?":
+            await self._delete_if_orphaned(key)
+        elif what == "finalize":
+            await self._finalize(key)
+        elif what == "owner-gone":
+            # An object went: the foreground owners waiting on it may be able to finish.
+            for owner in sorted(self._waiting_foreground):
+                await self._finalize(owner)
+
+    async def _get(self, key: DependentKey) -> Obj | None:
+        res = self._by_key.get((key[0], key[1]))
+        if res is None:
+            return None
+        try:
+            return await self.registry.get(res, key[2], key[3])
+        except errors.NotFound:
+            return None
+
+    async def _owner_alive(self, namespace: str, ref: dict[str, Any]) -> bool:
+        group = ref.get("apiVersion", "").rpartition("/")[0] if "/" in ref.get("apiVersion", "") else ""
+        res = self.registry.table.by_kind(group, ref.get("kind", ""))
+        if res is None:
+            return True  # an owner kapi does not serve: never collect on its account
+        try:
+            owner = await self.registry.get(res, namespace if res.namespaced else "", ref.get("name", ""))
+        except errors.NotFound:
+            return False
+        return bool(owner["metadata"].get("uid") == ref.get("uid"))
+
+    async def _delete_if_orphaned(self, key: DependentKey) -> None:
+        obj = await self._get(key)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        refs = [r for r in obj["metadata"].get("ownerReferences") or () if isinstance(r, dict)]
+        for ref in refs:
+            if await self._owner_alive(key[2], ref):
+                return
+        res = self._by_key[(key[0], key[1])]
+        uid = obj["metadata"].get("uid", "")
+        try:
+            await self.registry.delete(res, key[2], key[3], DeleteOptions(precondition_uid=uid,
+                                                                          propagation_policy="Background"))
+        except (errors.NotFound, errors.Conflict):
+            pass
+
+    async def _finalize(self, key: DependentKey) -> None:
+        owner = await self._get(key)
+        if owner is None:
+            self._waiting_foreground.discard(key)
+            return
+        md = owner["metadata"]
+        finalizers = md.get("finalizers") or []
+        uid = md.get("uid", "")
+        res = self._by_key[(key[0], key[1])]
+        deps = sorted(self.dependents.get(uid, ()))
+        if "orphan" in finalizers:
+            for dep in deps:
+                await self._drop_owner_reference(dep, uid)
+            await self._remove_finalizer(res, key, "orphan")
+            return
+        if "foregroundDeletion" in finalizers:
+            if deps:
+                self._waiting_foreground.add(key)
+                for dep in deps:
+                    dres = self._by_key.get((dep[0], dep[1]))
+                    if dres is None:
+                        continue
+                    try:
+                        await self.registry.delete(dres, dep[2], dep[3],
+                                                   DeleteOptions(propagation_policy="Foreground"))
+                    except (errors.NotFound, errors.Conflict):
+                        pass
+                return
+            self._waiting_foreground.discard(key)
+            await self._remove_finalizer(res, key, "foregroundDeletion")
+
+    async def _drop_owner_reference(self, dep: DependentKey, owner_uid: str) -> None:
+        res = self._by_key.get((dep[0], dep[1]))
+        if res is None:
+            return
+
+        def drop(obj: Obj) -> Obj:
+            refs = [r for r in obj["metadata"].get("ownerReferences") or () if r.get("uid") != owner_uid]
+            if refs:
+                obj["metadata"]["ownerReferences"] = refs
+            else:
+                obj["metadata"].pop("ownerReferences", None)
+            return obj
+
+        try:
+            await self.registry.guaranteed_update(res, dep[2], dep[3], drop, WriteOptions())
+        except errors.NotFound:
+            pass
+
+    async def _remove_finalizer(self, res: Resource, key: DependentKey, finalizer: str) -> None:
+        def drop(obj: Obj) -> Obj:
+            obj["metadata"]["finalizers"] = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
+            if not obj["metadata"]["finalizers"]:
+                del obj["metadata"]["finalizers"]
+            return obj
+
+        try:
+            await self.registry.guaranteed_update(res, key[2], key[3], drop, WriteOptions())
+        except errors.NotFound:
+            pass

@@ -20,7 +20,7 @@ from .api.openapi import OpenAPIDocuments
 from .auth.authn import Authenticator, User, read_token_file
 from .auth.authz import Authorizer
 from .config import Config
-from .controllers import NamespaceController
+from .controllers import GarbageCollector, NamespaceController
 from .https import serve_https
 from .pki import ensure_pki, write_kubeconfig
 from .registry.resources import ResourceTable
@@ -107,6 +107,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
         namespaces = NamespaceController(registry)
         await _bootstrap(registry, namespaces)
         await services.start(namespaces.run)
+        await services.start(GarbageCollector(registry).run)
 
         async with trio.open_nursery() as http:
             binds = await http.start(partial(serve_https, app, hconf, str(pki.ca_cert), app.peer_certificates,

@@ -1573,7 +1573,7 @@ def _pod_template_update(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _validate_selector_for_template(spec: Obj, path: str, *, what: str) -> list[Cause]:
-    """The selector rules shared by Deployments and ReplicaSets."""
+    """The selector and template rules shared by Deployments and ReplicaSets."""
     errs: list[Cause] = []
     selector = spec.get("selector")
     if not isinstance(selector, dict):
@@ -1583,13 +1583,14 @@ def _validate_selector_for_template(spec: Obj, path: str, *, what: str) -> list[
         if not _d(selector.get("matchLabels")) and not _l(selector.get("matchExpressions")):
             errs.append(field_invalid(f"{path}.selector", _go_selector(selector), f"empty selector is invalid for {what}"))
     if not _selector_parses(selector):
+        # kube-apiserver does not look at the template when the selector does not parse
         errs.append(field_invalid(f"{path}.selector", _go_selector(selector), "invalid label selector"))
         return errs
     labels = _d(_d(spec.get("template")).get("metadata")).get("labels")
     if not _selector_is_empty(selector) and not _selector_matches(selector, labels):
         errs.append(field_invalid(f"{path}.template.metadata.labels", _Rendered(_go_map(labels)),
                                   "`selector` does not match template `labels`"))
-    return errs
+    return errs + _validate_replica_template(spec, path, "ReplicaSet")
 
 
 def _validate_replica_template(spec: Obj, path: str, kind: str) -> list[Cause]:
@@ -1632,7 +1633,6 @@ def _not_more_than_100_percent(value: object, path: str) -> list[Cause]:
 def _deployment_spec(spec: Obj) -> list[Cause]:
     errs = _nonnegative("spec.replicas", spec.get("replicas"))
     errs.extend(_validate_selector_for_template(spec, "spec", what="deployment"))
-    errs.extend(_validate_replica_template(spec, "spec", "ReplicaSet"))
     strategy = _d(spec.get("strategy"))
     stype = _s(strategy.get("type"))
     if stype == "Recreate":
@@ -1679,7 +1679,6 @@ def _replicaset_spec(spec: Obj) -> list[Cause]:
     errs = _nonnegative("spec.replicas", spec.get("replicas"))
     errs.extend(_nonnegative("spec.minReadySeconds", spec.get("minReadySeconds")))
     errs.extend(_validate_selector_for_template(spec, "spec", what="deployment"))
-    errs.extend(_validate_replica_template(spec, "spec", "ReplicaSet"))
     return errs
 
 

@@ -11,7 +11,7 @@ import trio
 
 from kapi.api.app import App, Health
 from kapi.config import Config
-from kapi.controllers import NamespaceController
+from kapi.controllers import GarbageCollector, NamespaceController
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server import _bootstrap, build_app
@@ -86,4 +86,5 @@ async def api(nursery: trio.Nursery) -> AsyncIterator[Api]:
     namespaces = NamespaceController(registry)
     await _bootstrap(registry, namespaces)
     await nursery.start(namespaces.run)
+    await nursery.start(GarbageCollector(registry).run)
     yield Api(app, registry)

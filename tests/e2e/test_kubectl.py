@@ -190,3 +190,33 @@ def test_duplicate_create_and_stale_update_errors(kubectl: Kubectl, namespace: s
     out = kubectl.run("replace", "-f", "-", input=json.dumps(stale), namespace=namespace, check=False)
     assert out.returncode != 0
     assert "the object has been modified; please apply your changes to the latest version" in out.stderr
+
+
+def _owned_replicaset(owner: dict, name: str) -> str:  # type: ignore[type-arg]
+    return json.dumps({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": name, "ownerReferences": [{
+            "apiVersion": "apps/v1", "kind": "Deployment", "name": owner["metadata"]["name"],
+            "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+
+
+def test_delete_cascade_orphan_and_foreground(kubectl: Kubectl, namespace: str) -> None:
+    for cascade in ("orphan", "foreground", "background"):
+        kubectl.run("apply", "-f", "-", input=_deployment(f"gc-{cascade}"), namespace=namespace)
+        owner = json.loads(kubectl.run("get", "deploy", f"gc-{cascade}", "-o", "json", namespace=namespace).stdout)
+        kubectl.run("create", "-f", "-", input=_owned_replicaset(owner, f"rs-{cascade}"), namespace=namespace)
+        out = kubectl.run("delete", "deploy", f"gc-{cascade}", f"--cascade={cascade}", "--timeout=60s",
+                          namespace=namespace)
+        assert f'deployment.apps "gc-{cascade}" deleted' in out.stdout
+        gone = kubectl.run("get", "deploy", f"gc-{cascade}", namespace=namespace, check=False)
+        assert gone.returncode != 0
+        if cascade == "orphan":
+            rs = json.loads(kubectl.run("get", "rs", f"rs-{cascade}", "-o", "json", namespace=namespace).stdout)
+            assert "ownerReferences" not in rs["metadata"]
+        else:
+            out = kubectl.run("wait", "--for=delete", f"rs/rs-{cascade}", "--timeout=30s", namespace=namespace,
+                              check=False)
+            assert kubectl.run("get", "rs", f"rs-{cascade}", namespace=namespace, check=False).returncode != 0

@@ -1,0 +1,78 @@
+"""Owner references: background deletion of dependents, orphan and foreground propagation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from .conftest import Api
+
+
+def owned_cm(name: str, owner: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}]}}
+
+
+async def _owner_and_dependents(api: Api, prefix: str) -> dict[str, Any]:
+    owner = (await api.create("/api/v1/namespaces/default/configmaps",
+                              {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": prefix}})).json()
+    for i in range(3):
+        r = await api.create("/api/v1/namespaces/default/configmaps", owned_cm(f"{prefix}-dep{i}", owner))
+        assert r.status == 201
+    return owner
+
+
+async def _wait_gone(api: Api, path: str) -> None:
+    for _ in range(500):
+        if (await api.request("GET", path)).status == 404:
+            return
+        await trio.sleep(0.01)
+    raise AssertionError(f"{path} still exists")
+
+
+async def test_background_deletes_dependents(api: Api) -> None:
+    await _owner_and_dependents(api, "bg")
+    r = await api.request("DELETE", "/api/v1/namespaces/default/configmaps/bg")
+    assert r.status == 200
+    for i in range(3):
+        await _wait_gone(api, f"/api/v1/namespaces/default/configmaps/bg-dep{i}")
+
+
+async def test_orphan_keeps_dependents_without_the_reference(api: Api) -> None:
+    await _owner_and_dependents(api, "or")
+    r = await api.request("DELETE", "/api/v1/namespaces/default/configmaps/or?propagationPolicy=Orphan")
+    assert r.status == 200
+    assert "orphan" in r.json()["metadata"]["finalizers"]
+    await _wait_gone(api, "/api/v1/namespaces/default/configmaps/or")
+    for i in range(3):
+        dep = (await api.request("GET", f"/api/v1/namespaces/default/configmaps/or-dep{i}")).json()
+        assert "ownerReferences" not in dep["metadata"]
+
+
+async def test_foreground_waits_for_dependents(api: Api) -> None:
+    await _owner_and_dependents(api, "fg")
+    r = await api.request("DELETE", "/api/v1/namespaces/default/configmaps/fg",
+                          {"propagationPolicy": "Foreground"})
+    assert r.status == 200
+    assert r.json()["metadata"]["finalizers"] == ["foregroundDeletion"]
+    await _wait_gone(api, "/api/v1/namespaces/default/configmaps/fg")
+    for i in range(3):
+        assert (await api.request("GET", f"/api/v1/namespaces/default/configmaps/fg-dep{i}")).status == 404
+
+
+async def test_dependent_with_a_live_owner_stays(api: Api) -> None:
+    a = (await api.create("/api/v1/namespaces/default/configmaps",
+                          {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "own-a"}})).json()
+    b = (await api.create("/api/v1/namespaces/default/configmaps",
+                          {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "own-b"}})).json()
+    dep = owned_cm("shared", a)
+    dep["metadata"]["ownerReferences"] += owned_cm("x", b)["metadata"]["ownerReferences"]
+    assert (await api.create("/api/v1/namespaces/default/configmaps", dep)).status == 201
+    await api.request("DELETE", "/api/v1/namespaces/default/configmaps/own-a")
+    await _wait_gone(api, "/api/v1/namespaces/default/configmaps/own-a")
+    await trio.sleep(0.2)
+    assert (await api.request("GET", "/api/v1/namespaces/default/configmaps/shared")).status == 200
+    await api.request("DELETE", "/api/v1/namespaces/default/configmaps/own-b")
+    await _wait_gone(api, "/api/v1/namespaces/default/configmaps/shared")

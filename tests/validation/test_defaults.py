@@ -1,0 +1,262 @@
+"""Defaults as kube-apiserver fills them, on realistic objects."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kapi.defaults import apply_defaults, image_pull_policy, pod_qos_class
+
+Obj = dict[str, Any]
+
+
+def _fresh_pod(pod_json: Obj) -> Obj:
+    pod_json["metadata"].pop("resourceVersion")
+    pod_json.pop("status")
+    for ctr in pod_json["spec"]["containers"]:
+        for key in ("imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy"):
+            ctr.pop(key, None)
+    for key in ("dnsPolicy", "restartPolicy", "schedulerName", "terminationGracePeriodSeconds", "securityContext",
+                "enableServiceLinks", "priority", "preemptionPolicy", "tolerations", "serviceAccountName",
+                "serviceAccount"):
+        pod_json["spec"].pop(key, None)
+    return pod_json
+
+
+def test_pod_defaults(pod_json: Obj) -> None:
+    pod = _fresh_pod(pod_json)
+    apply_defaults("pods", "", pod)
+    spec = pod["spec"]
+    assert (spec["restartPolicy"], spec["dnsPolicy"], spec["schedulerName"]) == ("Always", "ClusterFirst",
+                                                                              "default-scheduler")
+    assert spec["terminationGracePeriodSeconds"] == 30
+    assert spec["securityContext"] == {}
+    assert spec["enableServiceLinks"] is True
+    assert (spec["priority"], spec["preemptionPolicy"]) == (0, "PreemptLowerPriority")
+    assert (spec["serviceAccountName"], spec["serviceAccount"]) == ("default", "default")
+    assert spec["tolerations"] == [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    ]
+    ctr = spec["containers"][0]
+    assert ctr["terminationMessagePath"] == "/dev/termination-log"
+    assert ctr["terminationMessagePolicy"] == "File"
+    assert ctr["imagePullPolicy"] == "IfNotPresent"
+    assert ctr["ports"][0]["protocol"] == "TCP"
+    assert spec["volumes"][0]["configMap"]["defaultMode"] == 420
+    assert pod["status"] == {"phase": "Pending", "qosClass": "Guaranteed"}
+
+
+def test_pod_minimal_and_idempotent() -> None:
+    pod: Obj = {"metadata": {"name": "p", "namespace": "d"},
+                "spec": {"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 80}],
+                                         "resources": {"limits": {"cpu": "1"}},
+                                         "livenessProbe": {"httpGet": {"port": 80}}}],
+                         "volumes": [{"name": "scratch"}],
+                         "tolerations": [{"operator": "Exists"}]}}
+    apply_defaults("pods", "", pod)
+    ctr = pod["spec"]["containers"][0]
+    assert ctr["imagePullPolicy"] == "Always"
+    assert ctr["resources"] == {"limits": {"cpu": "1"}, "requests": {"cpu": "1"}}
+    assert ctr["livenessProbe"] == {"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+                                    "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+    assert pod["spec"]["volumes"] == [{"name": "scratch", "emptyDir": {}}]
+    # a toleration of everything already covers not-ready and unreachable
+    assert pod["spec"]["tolerations"] == [{"operator": "Exists"}]
+    assert pod["status"]["qosClass"] == "Burstable"
+    again = copy.deepcopy(pod)
+    apply_defaults("pods", "", again, old=pod)
+    assert again == pod
+
+
+def test_pod_update_skips_create_only_steps() -> None:
+    pod: Obj = {"metadata": {"name": "p", "namespace": "d", "resourceVersion": "7"},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    apply_defaults("pods", "", pod)
+    assert "status" not in pod and "tolerations" not in pod["spec"]
+    assert "serviceAccountName" not in pod["spec"]
+
+
+@pytest.mark.parametrize(("image", "policy"), [
+    ("nginx", "Always"), ("nginx:latest", "Always"), ("nginx:1.27", "IfNotPresent"),
+    ("registry.example.com:5000/team/app:v2", "IfNotPresent"), ("registry.example.com:5000/team/app", "Always"),
+    ("nginx@sha256:" + "a" * 64, "IfNotPresent"), ("nginx:latest@sha256:" + "a" * 64, "Always"),
+    ("NGINX", "IfNotPresent"), ("", "IfNotPresent"),
+])
+def test_image_pull_policy(image: str, policy: str) -> None:
+    assert image_pull_policy(image) == policy
+
+
+def test_qos_classes() -> None:
+    def pod(*resources: Obj) -> Obj:
+        return {"spec": {"containers": [{"name": f"c{i}", "resources": r} for i, r in enumerate(resources)]}}
+
+    assert pod_qos_class(pod({})) == "BestEffort"
+    both = {"cpu": "500m", "memory": "1Gi"}
+    assert pod_qos_class(pod({"limits": both, "requests": {"cpu": "0.5", "memory": "1024Mi"}})) == "Guaranteed"
+    assert pod_qos_class(pod({"limits": both, "requests": both}, {})) == "Burstable"
+    assert pod_qos_class(pod({"requests": {"memory": "1Gi"}})) == "Burstable"
+
+
+def _template() -> Obj:
+    return {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}
+
+
+def test_deployment_defaults() -> None:
+    dep: Obj = {"metadata": {"name": "web", "namespace": "d"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": _template()}}
+    apply_defaults("deployments", "apps", dep)
+    spec = dep["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    assert (spec["revisionHistoryLimit"], spec["progressDeadlineSeconds"]) == (10, 600)
+    pod_spec = spec["template"]["spec"]
+    assert pod_spec["restartPolicy"] == "Always" and pod_spec["terminationGracePeriodSeconds"] == 30
+    # pod-only defaults stay out of templates
+    assert "enableServiceLinks" not in pod_spec and "tolerations" not in pod_spec
+    recreate: Obj = {"spec": {"strategy": {"type": "Recreate"}, "template": _template()}}
+    apply_defaults("deployments", "apps", recreate)
+    assert recreate["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_statefulset_and_daemonset_defaults() -> None:
+    sts: Obj = {"metadata": {"name": "db", "namespace": "d"},
+                "spec": {"serviceName": "db", "selector": {"matchLabels": {"app": "web"}}, "template": _template(),
+                         "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                                   "spec": {"accessModes": ["ReadWriteOnce"],
+                                                            "resources": {"requests": {"storage": "1Gi"}}}}]}}
+    apply_defaults("statefulsets", "apps", sts)
+    spec = sts["spec"]
+    assert spec["podManagementPolicy"] == "OrderedReady"
+    assert spec["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+    assert spec["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Retain", "whenScaled": "Retain"}
+    assert (spec["replicas"], spec["revisionHistoryLimit"]) == (1, 10)
+    claim = spec["volumeClaimTemplates"][0]
+    assert (claim["apiVersion"], claim["kind"]) == ("v1", "PersistentVolumeClaim")
+    assert claim["spec"]["volumeMode"] == "Filesystem" and claim["status"] == {"phase": "Pending"}
+    ds: Obj = {"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": _template()}}
+    apply_defaults("daemonsets", "apps", ds)
+    assert ds["spec"]["updateStrategy"] == {"type": "RollingUpdate",
+                                            "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}
+    assert ds["spec"]["revisionHistoryLimit"] == 10
+
+
+def test_job_defaults_and_generated_selector() -> None:
+    job: Obj = {"metadata": {"name": "pi", "namespace": "d", "uid": "u-1"},
+                "spec": {"template": {"metadata": {"labels": {"app": "pi"}},
+                                      "spec": {"restartPolicy": "Never",
+                                               "containers": [{"name": "pi", "image": "perl"}]}}}}
+    apply_defaults("jobs", "batch", job)
+    spec = job["spec"]
+    assert (spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (1, 1, 6)
+    assert (spec["completionMode"], spec["suspend"], spec["podReplacementPolicy"]) == (
+        "NonIndexed", False, "TerminatingOrFailed")
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}}
+    expected = {"app": "pi", "batch.kubernetes.io/controller-uid": "u-1", "batch.kubernetes.io/job-name": "pi",
+                "controller-uid": "u-1", "job-name": "pi"}
+    assert spec["template"]["metadata"]["labels"] == expected
+    assert job["metadata"]["labels"] == expected
+    manual: Obj = {"metadata": {"name": "m", "uid": "u-2"},
+                   "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}},
+                            "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}}}
+    apply_defaults("jobs", "batch", manual)
+    assert manual["spec"]["selector"] == {"matchLabels": {"a": "b"}}
+    assert manual["metadata"]["labels"] == {"a": "b"}  # SetDefaults_Job copies template labels
+
+
+def test_cronjob_defaults() -> None:
+    cj: Obj = {"spec": {"schedule": "0 * * * *",
+                        "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}}}
+    apply_defaults("cronjobs", "batch", cj)
+    spec = cj["spec"]
+    assert (spec["concurrencyPolicy"], spec["suspend"]) == ("Allow", False)
+    assert (spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]) == (3, 1)
+    job_spec = spec["jobTemplate"]["spec"]
+    assert "backoffLimit" not in job_spec  # Job defaults apply to Jobs, not templates
+    assert job_spec["template"]["spec"]["dnsPolicy"] == "ClusterFirst"
+
+
+def test_service_defaults() -> None:
+    svc: Obj = {"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
+    apply_defaults("services", "", svc)
+    spec = svc["spec"]
+    assert (spec["type"], spec["sessionAffinity"], spec["internalTrafficPolicy"]) == ("ClusterIP", "None", "Cluster")
+    assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    assert (spec["ipFamilyPolicy"], spec["ipFamilies"]) == ("SingleStack", ["IPv4"])
+    assert "externalTrafficPolicy" not in spec and "clusterIP" not in spec
+    assert svc["status"] == {"loadBalancer": {}}
+    lb: Obj = {"spec": {"type": "LoadBalancer", "ports": [{"port": 443, "targetPort": "https"}]}}
+    apply_defaults("services", "", lb)
+    assert (lb["spec"]["externalTrafficPolicy"], lb["spec"]["allocateLoadBalancerNodePorts"]) == ("Cluster", True)
+    assert lb["spec"]["ports"][0]["targetPort"] == "https"
+    headless: Obj = {"spec": {"clusterIP": "None"}}
+    apply_defaults("services", "", headless)
+    assert headless["spec"]["clusterIPs"] == ["None"]
+    assert headless["spec"]["ipFamilyPolicy"] == "RequireDualStack"
+    ext: Obj = {"spec": {"type": "ExternalName", "externalName": "example.com"}}
+    apply_defaults("services", "", ext)
+    assert "ipFamilies" not in ext["spec"] and "internalTrafficPolicy" not in ext["spec"]
+    affinity: Obj = {"spec": {"sessionAffinity": "ClientIP", "ports": [{"port": 1}]}}
+    apply_defaults("services", "", affinity)
+    assert affinity["spec"]["sessionAffinityConfig"] == {"clientIP": {"timeoutSeconds": 10800}}
+
+
+def test_service_update_keeps_allocated_values() -> None:
+    old: Obj = {"spec": {"type": "NodePort", "clusterIP": "10.0.0.5", "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}}
+    apply_defaults("services", "", old)
+    new: Obj = {"spec": {"type": "NodePort", "ports": [{"name": "http", "port": 80}]}}
+    apply_defaults("services", "", new, old=old)
+    assert new["spec"]["clusterIP"] == "10.0.0.5" and new["spec"]["clusterIPs"] == ["10.0.0.5"]
+    assert new["spec"]["ports"][0]["nodePort"] == 30080
+
+
+def test_namespace_defaults() -> None:
+    ns: Obj = {"metadata": {"name": "team-a"}}
+    apply_defaults("namespaces", "", ns)
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-a"}
+    assert ns["spec"] == {"finalizers": ["kubernetes"]}
+    assert ns["status"] == {"phase": "Active"}
+    finalized: Obj = {"metadata": {"name": "team-a", "resourceVersion": "9"}, "spec": {"finalizers": []},
+                      "status": {"phase": "Terminating"}}
+    apply_defaults("namespaces", "", finalized, old=copy.deepcopy(finalized))
+    assert finalized["spec"]["finalizers"] == [] and finalized["status"]["phase"] == "Terminating"
+
+
+def test_storage_and_config_defaults() -> None:
+    pvc: Obj = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    apply_defaults("persistentvolumeclaims", "", pvc)
+    assert pvc["spec"]["volumeMode"] == "Filesystem" and pvc["status"] == {"phase": "Pending"}
+    pv: Obj = {"spec": {"hostPath": {"path": "/d"}}}
+    apply_defaults("persistentvolumes", "", pv)
+    assert (pv["spec"]["persistentVolumeReclaimPolicy"], pv["spec"]["volumeMode"]) == ("Retain", "Filesystem")
+    assert pv["spec"]["hostPath"] == {"path": "/d", "type": ""}
+    secret: Obj = {"data": {"a": "YQ=="}}
+    apply_defaults("secrets", "", secret)
+    assert secret["type"] == "Opaque"
+    cm: Obj = {"data": {"a": "1"}}
+    apply_defaults("configmaps", "", cm)
+    assert cm == {"data": {"a": "1"}}
+
+
+def test_rbac_and_crd_defaults() -> None:
+    rb: Obj = {"roleRef": {"kind": "Role", "name": "view"},
+               "subjects": [{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "default"}]}
+    apply_defaults("rolebindings", "rbac.authorization.k8s.io", rb)
+    assert rb["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+    assert rb["subjects"] == [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"},
+                              {"kind": "ServiceAccount", "name": "default"}]
+    crd: Obj = {"spec": {"names": {"plural": "widgets", "kind": "Widget"}}}
+    apply_defaults("customresourcedefinitions", "apiextensions.k8s.io", crd)
+    assert crd["spec"]["names"] == {"plural": "widgets", "kind": "Widget", "singular": "widget", "listKind": "WidgetList"}
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+
+
+def test_node_allocatable_and_unknown_kind() -> None:
+    node: Obj = {"status": {"capacity": {"cpu": "4"}}}
+    apply_defaults("nodes", "", node)
+    assert node["status"]["allocatable"] == {"cpu": "4"}
+    widget: Obj = {"spec": {}}
+    apply_defaults("widgets", "example.com", widget)
+    assert widget == {"spec": {}}
