@@ -161,8 +161,11 @@ def start_bare(certfile: Path, keyfile: Path, ca_file: Path, work_dir: Path, tim
 
 
 def stop(server: Server) -> int:
-    """SIGTERM, then SIGKILL after 15 s; returns the exit code."""
-    if server.proc.poll() is None:
+    """SIGTERM, then SIGKILL after 15 s; returns the exit code (a server that died on its own shows its log)."""
+    if server.proc.poll() is not None:
+        print(f"server {server.url} had exited with {server.proc.returncode}; its log ends:\n"
+              f"{server.log.read_text()[-4000:]}", file=sys.stderr)
+    else:
         server.proc.send_signal(signal.SIGTERM)
         try:
             server.proc.wait(timeout=15)

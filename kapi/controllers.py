@@ -1,4 +1,7 @@
-"""Built-in controllers: the namespace lifecycle (default ServiceAccount, emptying on delete).
+"""Built-in controllers: the namespace lifecycle and the garbage collector.
+
+The namespace controller gives each namespace its ``default`` ServiceAccount and
+``kube-root-ca.crt`` ConfigMap, and empties deleted namespaces.
 
 They run in-process on the registry, the way kube-controller-manager's
 namespace and serviceaccount controllers run against the API.
@@ -23,16 +26,19 @@ FINALIZER = "kubernetes"
 
 
 class NamespaceController:
-    """Gives each namespace a ``default`` ServiceAccount and empties deleted namespaces."""
+    """Gives each namespace a ``default`` ServiceAccount and ``kube-root-ca.crt``; empties deleted ones."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, root_ca_pem: str = "") -> None:
         self.registry = registry
+        self.root_ca_pem = root_ca_pem
         table = registry.table
         ns = table.get("", "v1", "namespaces")
         sa = table.get("", "v1", "serviceaccounts")
-        assert ns is not None and sa is not None
+        cm = table.get("", "v1", "configmaps")
+        assert ns is not None and sa is not None and cm is not None
         self.namespaces: Resource = ns
         self.serviceaccounts: Resource = sa
+        self.configmaps: Resource = cm
         self._finalizing: set[str] = set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -65,12 +71,24 @@ class NamespaceController:
                 self._finalizing.add(name)
                 self._nursery.start_soon(self._finalize, name)
             return
-        await self.ensure_default_serviceaccount(name)
+        await self.ensure_namespace_contents(name)
 
-    async def ensure_default_serviceaccount(self, namespace: str) -> None:
+    async def ensure_namespace_contents(self, namespace: str) -> None:
+        """The objects every namespace has: the ``default`` ServiceAccount and the root CA bundle."""
         sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+        await self._ensure(self.serviceaccounts, namespace, sa)
+        if self.root_ca_pem:
+            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "annotations": {
+                "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver "
+                                             "when using internal endpoints such as the internal service IP or "
+                                             "kubernetes.default.svc. No other usage is guaranteed across "
+                                             "distributions of Kubernetes clusters."}},
+                  "data": {"ca.crt": self.root_ca_pem}}
+            await self._ensure(self.configmaps, namespace, cm)
+
+    async def _ensure(self, res: Resource, namespace: str, obj: Obj) -> None:
         try:
-            await self.registry.create(self.serviceaccounts, namespace, sa, WriteOptions())
+            await self.registry.create(res, namespace, obj, WriteOptions())
         except (errors.AlreadyExists, errors.Forbidden, errors.NotFound):
             pass
 

@@ -24,7 +24,7 @@ from .controllers import GarbageCollector, NamespaceController
 from .https import serve_https
 from .pki import ensure_pki, write_kubeconfig
 from .registry.resources import ResourceTable
-from .registry.store import INITIAL_NAMESPACES, Registry
+from .registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
 from .schema import load_builtin
 from .storage.base import Storage
 
@@ -49,12 +49,35 @@ def make_storage(config: Config, data_dir: Path) -> Storage:
 
 
 async def _bootstrap(registry: Registry, namespaces: NamespaceController) -> None:
+    """The system namespaces kube-apiserver keeps, with their contents."""
     ns_res = registry.table.get("", "v1", "namespaces")
     assert ns_res is not None
     for name in INITIAL_NAMESPACES:
         await registry.ensure_exists(ns_res, "", {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": name}})
-        await namespaces.ensure_default_serviceaccount(name)
+        await namespaces.ensure_namespace_contents(name)
+
+
+async def _publish_endpoint(registry: Registry, host: str, port: int) -> None:
+    """The ``kubernetes`` Service and its Endpoints pointing at this server."""
+    svc_res, ep_res = registry.table.get("", "v1", "services"), registry.table.get("", "v1", "endpoints")
+    assert svc_res is not None and ep_res is not None
+    labels = {"component": "apiserver", "provider": "kubernetes"}
+    await registry.ensure_exists(svc_res, "default", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "labels": labels},
+        "spec": {"clusterIP": str(SERVICE_CIDR.network_address + 1), "type": "ClusterIP",
+                 "sessionAffinity": "None",
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}})
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints",
+                 "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+                 "subsets": [{"addresses": [{"ip": host}],
+                              "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
+    await registry.ensure_exists(ep_res, "default", endpoints)
+    # The port may differ from the last run (--secure-port 0): keep the Endpoints true.
+    current = await registry.get(ep_res, "default", "kubernetes")
+    if current.get("subsets") != endpoints["subsets"]:
+        current["subsets"] = endpoints["subsets"]
+        await registry.update(ep_res, "default", "kubernetes", current, WriteOptions())
 
 
 def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
@@ -104,7 +127,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
 
     async with trio.open_nursery() as services:
         await services.start(storage.run)
-        namespaces = NamespaceController(registry)
+        namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await _bootstrap(registry, namespaces)
         await services.start(namespaces.run)
         await services.start(GarbageCollector(registry).run)
@@ -114,6 +137,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
                                              shutdown_trigger=shutdown.wait))
             url = binds[0]
             app.server_address = url.removeprefix("https://")
+            host, _, port = app.server_address.rpartition(":")
+            await _publish_endpoint(registry, host.strip("[]"), int(port))
             kubeconfig = data_dir / "admin.kubeconfig"
             write_kubeconfig(kubeconfig, url, pki)
             health.ready = True

@@ -1092,7 +1092,8 @@ def _validate_volume_mounts(mounts: list[Any], volumes: Mapping[str, Obj], path:
             errs.extend(_local_descending_path(sub_path, f"{path}.subPath"))
         if sub_expr:
             if sub_path:
-                errs.append(field_invalid(f"{p}.subPathExpr", sub_expr, "subPathExpr and subPath are mutually exclusive"))
+                errs.append(field_invalid(f"{p}.subPathExpr", sub_expr,
+                        "subPathExpr and subPath are mutually exclusive"))
             errs.extend(_local_descending_path(sub_expr, f"{path}.subPathExpr"))
     return errs
 
@@ -1329,7 +1330,8 @@ def _validate_tolerations(tolerations: list[Any], path: str) -> list[Cause]:
                                       "operator must be Exists when `key` is empty, which means \"match all "
                                       "values and all keys\""))
         if tol.get("tolerationSeconds") is not None and effect != "NoExecute":
-            errs.append(field_invalid(f"{p}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"))
+            errs.append(field_invalid(f"{p}.effect", effect,
+                    "effect must be 'NoExecute' when `tolerationSeconds` is set"))
         if operator in ("Equal", ""):
             msgs = is_valid_label_value(value)
             if msgs:
@@ -1438,7 +1440,8 @@ def _validate_pod_template(template: object, path: str) -> list[Cause]:
     spec = _d(tpl.get("spec"))
     errs.extend(_validate_pod_spec(spec, f"{path}.spec", is_pod=False))
     if _l(spec.get("ephemeralContainers")):
-        errs.append(field_forbidden(f"{path}.spec.ephemeralContainers", "ephemeral containers not allowed in pod template"))
+        errs.append(field_forbidden(f"{path}.spec.ephemeralContainers",
+                "ephemeral containers not allowed in pod template"))
     return errs
 
 
@@ -1470,7 +1473,8 @@ def _pod_metadata_and_spec(pod: Obj) -> list[Cause]:
         for i, ctr in enumerate(_l(spec.get(key))):
             image = _s(_d(ctr).get("image"))
             if image != image.strip():
-                errs.append(field_invalid(f"spec.{key}[{i}].image", image, "must not have leading or trailing whitespace"))
+                errs.append(field_invalid(f"spec.{key}[{i}].image", image,
+                        "must not have leading or trailing whitespace"))
     return errs
 
 
@@ -1531,11 +1535,13 @@ def _pod_update(new: Obj, old: Obj) -> list[Cause]:
             return errs + [field_invalid("spec.activeDeadlineSeconds", deadline,
                                          "must be less than or equal to previous value")]
     elif old_deadline is not None:
-        errs.append(field_invalid("spec.activeDeadlineSeconds", None, "must not update from a positive integer to nil value"))
+        errs.append(field_invalid("spec.activeDeadlineSeconds", None,
+                "must not update from a positive integer to nil value"))
     new_tols = [_toleration_key(t) for t in _l(spec.get("tolerations"))]
     for tol in _l(old_spec.get("tolerations")):
         if _toleration_key(tol) not in new_tols:
-            errs.append(field_forbidden("spec.tolerations", "existing toleration can not be modified except its tolerationSeconds"))
+            errs.append(field_forbidden("spec.tolerations",
+                    "existing toleration can not be modified except its tolerationSeconds"))
             break
     old_gates = {_s(_d(g).get("name")) for g in _l(old_spec.get("schedulingGates"))}
     for i, gate in enumerate(_l(spec.get("schedulingGates"))):
@@ -1581,7 +1587,8 @@ def _validate_selector_for_template(spec: Obj, path: str, *, what: str) -> list[
     else:
         errs.extend(_validate_label_selector(selector, f"{path}.selector"))
         if not _d(selector.get("matchLabels")) and not _l(selector.get("matchExpressions")):
-            errs.append(field_invalid(f"{path}.selector", _go_selector(selector), f"empty selector is invalid for {what}"))
+            errs.append(field_invalid(f"{path}.selector", _go_selector(selector),
+                    f"empty selector is invalid for {what}"))
     if not _selector_parses(selector):
         # kube-apiserver does not look at the template when the selector does not parse
         errs.append(field_invalid(f"{path}.selector", _go_selector(selector), "invalid label selector"))
@@ -1601,7 +1608,8 @@ def _validate_replica_template(spec: Obj, path: str, kind: str) -> list[Cause]:
     if restart != "Always":
         errs.append(field_not_supported(f"{tpath}.spec.restartPolicy", restart, ("Always",)))
     if pod_spec.get("activeDeadlineSeconds") is not None:
-        errs.append(field_forbidden(f"{tpath}.spec.activeDeadlineSeconds", f"activeDeadlineSeconds in {kind} is not Supported"))
+        errs.append(field_forbidden(f"{tpath}.spec.activeDeadlineSeconds",
+                f"activeDeadlineSeconds in {kind} is not Supported"))
     return errs
 
 
@@ -1637,7 +1645,8 @@ def _deployment_spec(spec: Obj) -> list[Cause]:
     stype = _s(strategy.get("type"))
     if stype == "Recreate":
         if strategy.get("rollingUpdate") is not None:
-            errs.append(field_forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'"))
+            errs.append(field_forbidden("spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'"))
     elif stype == "RollingUpdate":
         rolling = strategy.get("rollingUpdate")
         if not isinstance(rolling, dict):
@@ -1646,7 +1655,8 @@ def _deployment_spec(spec: Obj) -> list[Cause]:
             p = "spec.strategy.rollingUpdate"
             errs.extend(_validate_int_or_percent(rolling.get("maxUnavailable"), f"{p}.maxUnavailable"))
             errs.extend(_validate_int_or_percent(rolling.get("maxSurge"), f"{p}.maxSurge"))
-            if _int_or_percent_value(rolling.get("maxUnavailable")) == 0 and _int_or_percent_value(rolling.get("maxSurge")) == 0:
+            unavailable = _int_or_percent_value(rolling.get("maxUnavailable"))
+            if unavailable == 0 and _int_or_percent_value(rolling.get("maxSurge")) == 0:
                 errs.append(field_invalid(f"{p}.maxUnavailable", _int_or_string(rolling.get("maxUnavailable")),
                                           "may not be 0 when `maxSurge` is 0"))
             errs.extend(_not_more_than_100_percent(rolling.get("maxUnavailable"), f"{p}.maxUnavailable"))
@@ -1757,7 +1767,8 @@ def _statefulset_spec(spec: Obj) -> list[Cause]:
             if rolling.get("maxUnavailable") is not None:
                 errs.extend(_validate_int_or_percent(rolling["maxUnavailable"], f"{p}.maxUnavailable"))
                 if _int_or_percent_value(rolling["maxUnavailable"]) == 0:
-                    errs.append(field_invalid(f"{p}.maxUnavailable", _int_or_string(rolling["maxUnavailable"]), "cannot be 0"))
+                    errs.append(field_invalid(f"{p}.maxUnavailable", _int_or_string(rolling["maxUnavailable"]),
+                            "cannot be 0"))
                 errs.extend(_not_more_than_100_percent(rolling["maxUnavailable"], f"{p}.maxUnavailable"))
     else:
         errs.append(field_invalid("spec.updateStrategy", strategy, "must be 'RollingUpdate' or 'OnDelete'"))
@@ -1766,7 +1777,8 @@ def _statefulset_spec(spec: Obj) -> list[Cause]:
         for key in ("whenDeleted", "whenScaled"):
             value = _s(retention.get(key))
             if value not in ("Retain", "Delete"):
-                errs.append(field_not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{key}", value, ("Retain", "Delete")))
+                errs.append(field_not_supported(f"spec.persistentVolumeClaimRetentionPolicy.{key}", value,
+                        ("Retain", "Delete")))
     errs.extend(_nonnegative("spec.replicas", spec.get("replicas")))
     errs.extend(_nonnegative("spec.minReadySeconds", spec.get("minReadySeconds")))
     if isinstance(spec.get("ordinals"), dict):
@@ -1777,7 +1789,8 @@ def _statefulset_spec(spec: Obj) -> list[Cause]:
     else:
         errs.extend(_validate_label_selector(selector, "spec.selector"))
         if not _d(selector.get("matchLabels")) and not _l(selector.get("matchExpressions")):
-            errs.append(field_invalid("spec.selector", _go_selector(selector), "empty selector is invalid for statefulset"))
+            errs.append(field_invalid("spec.selector", _go_selector(selector),
+                    "empty selector is invalid for statefulset"))
     template = _d(spec.get("template"))
     md = _d(template.get("metadata"))
     if not _selector_parses(selector):
@@ -1794,7 +1807,8 @@ def _statefulset_spec(spec: Obj) -> list[Cause]:
     if restart != "Always":
         errs.append(field_not_supported("spec.template.spec.restartPolicy", restart, ("Always",)))
     if pod_spec.get("activeDeadlineSeconds") is not None:
-        errs.append(field_forbidden("spec.template.spec.activeDeadlineSeconds", "activeDeadlineSeconds in StatefulSet is not Supported"))
+        errs.append(field_forbidden("spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in StatefulSet is not Supported"))
     return errs
 
 
@@ -1813,7 +1827,8 @@ def _statefulset_update(new: Obj, old: Obj) -> list[Cause]:
                            {k: v for k, v in old_spec.items() if k not in _STATEFULSET_MUTABLE}):
         errs.append(field_forbidden("spec", "updates to statefulset spec for fields other than 'replicas', "
                                             "'ordinals', 'template', 'updateStrategy', "
-                                            "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"))
+                                            "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+                                            "forbidden"))
     return errs
 
 
@@ -1846,7 +1861,8 @@ def _replication_controller_spec(spec: Obj) -> list[Cause]:
     errs.extend(_validate_pod_template(template, "spec.template"))
     pod_spec = _d(template.get("spec"))
     if _s(pod_spec.get("restartPolicy")) != "Always":
-        errs.append(field_not_supported("spec.template.spec.restartPolicy", _s(pod_spec.get("restartPolicy")), ("Always",)))
+        errs.append(field_not_supported("spec.template.spec.restartPolicy", _s(pod_spec.get("restartPolicy")),
+                ("Always",)))
     if pod_spec.get("activeDeadlineSeconds") is not None:
         errs.append(field_forbidden("spec.template.spec.activeDeadlineSeconds",
                                     "activeDeadlineSeconds in ReplicationController is not Supported"))
@@ -1911,7 +1927,8 @@ def _service_cluster_ips(spec: Obj) -> list[Cause]:
         seen.add(family)
     policy = spec.get("ipFamilyPolicy")
     if policy is not None and policy not in ("PreferDualStack", "RequireDualStack", "SingleStack"):
-        errs.append(field_not_supported("spec.ipFamilyPolicy", policy, ("PreferDualStack", "RequireDualStack", "SingleStack")))
+        errs.append(field_not_supported("spec.ipFamilyPolicy", policy, ("PreferDualStack", "RequireDualStack",
+                "SingleStack")))
     bad = False
     for i, ip in enumerate(ips):
         if i == 0 and ip == "None":
@@ -1927,13 +1944,16 @@ def _service_cluster_ips(spec: Obj) -> list[Cause]:
     if bad:
         return errs
     if len(ips) > 1 and _is_ipv6(ips[0]) == _is_ipv6(ips[1]):
-        errs.append(field_invalid("spec.clusterIPs", rendered_ips, "may specify no more than one IP for each IP family"))
+        errs.append(field_invalid("spec.clusterIPs", rendered_ips,
+                "may specify no more than one IP for each IP family"))
     if not _is_headless(spec):
         for i, ip in enumerate(ips[:len(families)]):
             if families[i] == "IPv4" and _is_ipv6(ip):
-                errs.append(field_invalid(f"spec.clusterIPs[{i}]", ip, f"expected an IPv4 value as indicated by `ipFamilies[{i}]`"))
+                errs.append(field_invalid(f"spec.clusterIPs[{i}]", ip,
+                        f"expected an IPv4 value as indicated by `ipFamilies[{i}]`"))
             if families[i] == "IPv6" and not _is_ipv6(ip):
-                errs.append(field_invalid(f"spec.clusterIPs[{i}]", ip, f"expected an IPv6 value as indicated by `ipFamilies[{i}]`"))
+                errs.append(field_invalid(f"spec.clusterIPs[{i}]", ip,
+                        f"expected an IPv6 value as indicated by `ipFamilies[{i}]`"))
     return errs
 
 
@@ -1978,7 +1998,8 @@ def _service_spec(obj: Obj) -> list[Cause]:
         errs.extend(_validate_protocol(port.get("protocol"), f"{p}.protocol"))
         errs.extend(_validate_port_num_or_name(port.get("targetPort", 0), f"{p}.targetPort"))
         if isinstance(port.get("appProtocol"), str):
-            errs.extend(field_invalid(f"{p}.appProtocol", port["appProtocol"], m) for m in is_qualified_name(port["appProtocol"]))
+            errs.extend(field_invalid(f"{p}.appProtocol", port["appProtocol"],
+                    m) for m in is_qualified_name(port["appProtocol"]))
     if spec.get("selector") is not None:
         errs.extend(validate_labels(spec.get("selector"), "spec.selector"))
     affinity = _s(spec.get("sessionAffinity"))
@@ -2020,14 +2041,16 @@ def _service_spec(obj: Obj) -> list[Cause]:
             errs.append(field_duplicate(f"spec.ports[{i}]", _go_service_port_key(port)))
         seen_ports.add(key)
     if spec.get("allocateLoadBalancerNodePorts") is not None and stype != "LoadBalancer":
-        errs.append(field_forbidden("spec.allocateLoadBalancerNodePorts", "may only be used when `type` is 'LoadBalancer'"))
+        errs.append(field_forbidden("spec.allocateLoadBalancerNodePorts",
+                "may only be used when `type` is 'LoadBalancer'"))
     if stype == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is None:
         # kube-apiserver reports this one without the spec. prefix
         errs.append(field_required("allocateLoadBalancerNodePorts"))
     etp = _s(spec.get("externalTrafficPolicy"))
     if not _externally_accessible(spec):
         if etp:
-            errs.append(field_invalid("spec.externalTrafficPolicy", etp, "may only be set for externally-accessible services"))
+            errs.append(field_invalid("spec.externalTrafficPolicy", etp,
+                    "may only be set for externally-accessible services"))
     elif not etp:
         errs.append(field_required("spec.externalTrafficPolicy"))
     elif etp not in ("Cluster", "Local"):
@@ -2061,14 +2084,17 @@ def _service_update(new: Obj, old: Obj) -> list[Cause]:
                 errs.append(field_invalid("spec.clusterIPs[0]", rendered, "may not change once set"))
             if len(ips) == 1 and spec.get("ipFamilyPolicy") != "SingleStack":
                 errs.append(field_invalid("spec.clusterIPs[0]", rendered,
-                                          "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the secondary clusterIP"))
+                                          "`ipFamilyPolicy` must be set to 'SingleStack' when releasing the "
+                                          "secondary clusterIP"))
         elif old_ips and ips[0] != old_ips[0]:
             errs.append(field_invalid("spec.clusterIPs[0]", rendered, "may not change once set"))
         families, old_families = _l(spec.get("ipFamilies")), _l(old_spec.get("ipFamilies"))
         if families and old_families and families[0] != old_families[0]:
-            errs.append(field_invalid("spec.ipFamilies[0]", _Rendered(_go_strings(families)), "may not change once set"))
-    if spec.get("type") == old_spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == \
-            old_spec.get("externalTrafficPolicy") == "Local" and spec.get("healthCheckNodePort") != old_spec.get("healthCheckNodePort"):
+            errs.append(field_invalid("spec.ipFamilies[0]", _Rendered(_go_strings(families)),
+                    "may not change once set"))
+    needs_health_check = [sp.get("type") == "LoadBalancer" and sp.get("externalTrafficPolicy") == "Local"
+                          for sp in (spec, old_spec)]
+    if all(needs_health_check) and spec.get("healthCheckNodePort") != old_spec.get("healthCheckNodePort"):
         errs.append(field_forbidden("spec.healthCheckNodePort", FIELD_IMMUTABLE))
     return errs + _service_spec(new)
 
@@ -2226,7 +2252,8 @@ def _node_create(obj: Obj) -> list[Cause]:
         try:
             ipaddress.ip_network(cidr, strict=False)
         except ValueError:
-            errs.append(field_invalid(f"spec.podCIDRs[{i}]", cidr, "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
+            errs.append(field_invalid(f"spec.podCIDRs[{i}]", cidr,
+                    "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"))
     return errs
 
 
@@ -2238,7 +2265,8 @@ def _node_update(new: Obj, old: Obj) -> list[Cause]:
         errs.append(field_forbidden("spec.podCIDRs", "node updates may not change podCIDR except from \"\" to valid"))
     old_provider = _s(old_spec.get("providerID"))
     if old_provider and old_provider != _s(spec.get("providerID")):
-        errs.append(field_forbidden("spec.providerID", "node updates may not change providerID except from \"\" to valid"))
+        errs.append(field_forbidden("spec.providerID",
+                "node updates may not change providerID except from \"\" to valid"))
     errs.extend(_node_taints(_l(spec.get("taints"))))
     if _s(spec.get("externalID")) != _s(old_spec.get("externalID")):
         errs.append(field_forbidden("spec.externalID", "may not be updated"))
@@ -2310,7 +2338,8 @@ def _pvc_update(new: Obj, old: Obj) -> list[Cause]:
     if new_size is not None and old_size is not None and new_size < old_size:
         capacity = parse_quantity(_d(_d(old.get("status")).get("capacity")).get("storage"))
         if capacity is not None and new_size <= capacity:
-            errs.append(field_forbidden("spec.resources.requests.storage", "field can not be less than status.capacity"))
+            errs.append(field_forbidden("spec.resources.requests.storage",
+                    "field can not be less than status.capacity"))
     errs.extend(_immutable("volumeMode", _d(new.get("spec")).get("volumeMode"), _d(old.get("spec")).get("volumeMode")))
     return errs
 
@@ -2471,7 +2500,8 @@ def _job_update(new: Obj, old: Obj) -> list[Cause]:
                                       "can only be modified in tandem with spec.parallelism"))
     else:
         errs.extend(_immutable("spec.completions", spec.get("completions"), old_spec.get("completions")))
-    errs.extend(_immutable("spec.selector", spec.get("selector"), old_spec.get("selector"), _go_selector(spec.get("selector"))))
+    errs.extend(_immutable("spec.selector", spec.get("selector"), old_spec.get("selector"),
+            _go_selector(spec.get("selector"))))
     template, old_template = _d(spec.get("template")), _d(old_spec.get("template"))
     if old_spec.get("suspend") is True and not _d(old.get("status")).get("startTime"):
         # A suspended Job that never started may change its scheduling directives.
@@ -2587,9 +2617,11 @@ def _cronjob_spec(spec: Obj, old_spec: Obj | None) -> list[Cause]:
             errs.append(field_invalid("spec.schedule", schedule, message))
         allow_tz = old_spec is not None and "TZ" in _s(old_spec.get("schedule"))
         if allow_tz and "TZ" in schedule and spec.get("timeZone") is not None:
-            errs.append(field_invalid("spec.schedule", schedule, "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
+            errs.append(field_invalid("spec.schedule", schedule,
+                    "cannot use both timeZone field and TZ or CRON_TZ in schedule"))
         elif not allow_tz and "TZ" in schedule:
-            errs.append(field_invalid("spec.schedule", schedule, "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
+            errs.append(field_invalid("spec.schedule", schedule,
+                    "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"))
     errs.extend(_nonnegative("spec.startingDeadlineSeconds", spec.get("startingDeadlineSeconds")))
     zone = spec.get("timeZone")
     if zone is not None and (old_spec is None or old_spec.get("timeZone") != zone):
@@ -2877,7 +2909,8 @@ def _crd_create(obj: Obj) -> list[Cause]:
         if not unique:
             errs.append(field_invalid("spec.versions", rendered, "must contain unique version names"))
         if storage != 1:
-            errs.append(field_invalid("spec.versions", rendered, "must have exactly one version marked as storage version"))
+            errs.append(field_invalid("spec.versions", rendered,
+                    "must have exactly one version marked as storage version"))
     for key in ("plural", "singular", "kind", "listKind"):
         if not _s(names.get(key)):
             errs.append(field_required(f"spec.names.{key}"))

@@ -486,7 +486,7 @@ class Registry:
             md.pop("generation", None)
         if subresource != "status":
             convert.normalize_write(res, new)
-            apply_defaults(res.resource, res.group, new)
+            apply_defaults(res.resource, res.group, new, old=old)
             causes = validate_object_meta(new, namespaced=res.namespaced, resource=res.resource,
                                           group=res.group)
             causes += validate(res.resource, res.group, new, old)
@@ -686,6 +686,11 @@ class Registry:
 
     async def ensure_exists(self, res: Resource, namespace: str, obj: Obj) -> None:
         """Create ``obj`` unless it exists (start-up objects)."""
+        try:
+            await self.get_kv(res, namespace, obj["metadata"]["name"])
+            return
+        except errors.NotFound:
+            pass
         try:
             await self.create(res, namespace, obj, WriteOptions())
         except errors.AlreadyExists:
