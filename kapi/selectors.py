@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kapi.errors import BadRequest
+from kapi.validation import go_quote, is_qualified_name, is_valid_label_value
 
 __all__ = [
     "FIELD_SELECTORS",
@@ -28,118 +29,9 @@ __all__ = [
     "selectable_fields",
 ]
 
-# ------------------------------------------------------------------ validation
-
-_QNAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_RE: Final = re.compile(_QNAME_FMT)
-_QNAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_LABEL_VALUE_FMT: Final = "(" + _QNAME_FMT + ")?"
-_LABEL_VALUE_RE: Final = re.compile(_LABEL_VALUE_FMT)
-_LABEL_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, "
-    "'-', '_' or '.', and must start and end with an alphanumeric character"
-)
-_DNS1123_LABEL_FMT: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-    "'-' or '.', and must start and end with an alphanumeric character"
-)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """validation.RegexError."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def _blen(s: str) -> int:
-    # Go measures lengths in UTF-8 bytes.
-    return len(s.encode("utf-8", "surrogatepass"))
-
-
-def _dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if _blen(value) > 253:
-        errs.append(_max_len_error(253))
-    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def _qualified_name_errors(value: str) -> list[str]:
-    """validation.IsQualifiedName: the rules for a label key."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in _dns1123_subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _blen(name) > 63:
-        errs.append("name part " + _max_len_error(63))
-    if not _QNAME_RE.fullmatch(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    errs = []
-    if _blen(value) > 63:
-        errs.append(_max_len_error(63))
-    if not _LABEL_VALUE_RE.fullmatch(value):
-        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
-
-
-_GO_ESCAPES: Final = {
-    "\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n",
-    "\r": "\\r", "\t": "\\t", "\v": "\\v", '"': '\\"', "\\": "\\\\",
-}
-
-
-def _go_quote(s: str) -> str:
-    """Go's ``%q`` of a string (strconv.Quote)."""
-    out = ['"']
-    for ch in s:
-        if ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif ord(ch) < 0x80:
-            out.append(f"\\x{ord(ch):02x}")
-        elif ord(ch) < 0x10000:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(f"\\U{ord(ch):08x}")
-    out.append('"')
-    return "".join(out)
-
-
 def _invalid(path: str, value: str, detail: str) -> str:
     """field.Invalid(...).Error() for a string value."""
-    return f"{path}: Invalid value: {_go_quote(value)}: {detail}"
+    return f"{path}: Invalid value: {go_quote(value)}: {detail}"
 
 
 def _aggregate(errs: list[str]) -> str:
@@ -226,12 +118,12 @@ def new_requirement(key: str, operator: str, values: list[str]) -> Requirement:
         BadRequest: with the aggregated field errors as the message.
     """
     errs: list[str] = []
-    key_errs = _qualified_name_errors(key)
+    key_errs = is_qualified_name(key)
     if key_errs:
         errs.append(_invalid("key", key, "; ".join(key_errs)))
     if operator in (GREATER_THAN, LESS_THAN):
         if len(values) != 1:
-            shown = ", ".join(_go_quote(v) for v in values)
+            shown = ", ".join(go_quote(v) for v in values)
             errs.append(f"values: Invalid value: []string{{{shown}}}: "
                         "for 'Gt', 'Lt' operators, exactly one value is required")
         for i, v in enumerate(values):
@@ -242,7 +134,7 @@ def new_requirement(key: str, operator: str, values: list[str]) -> Requirement:
         errs.append("values: Invalid value: []string{}: "
                     "for 'in', 'notin' operators, values set can't be empty")
     for i, v in enumerate(values):
-        value_errs = _label_value_errors(v)
+        value_errs = is_valid_label_value(v)
         if value_errs:
             errs.append(_invalid(f"values[{i}][{key}]", v, "; ".join(value_errs)))
     if errs:
@@ -411,7 +303,7 @@ class _Parser:
             tok, lit = self._consume()
         if tok != _IDENT:
             raise _ParseError(f"found '{lit}', expected: identifier")
-        key_errs = _qualified_name_errors(lit)
+        key_errs = is_qualified_name(lit)
         if key_errs:
             # The parser validates with a nil field path, which prints as "<nil>".
             raise _ParseError(_invalid("<nil>", lit, "; ".join(key_errs)))
@@ -513,7 +405,7 @@ def label_selector_from_spec(spec: Mapping[str, Any] | None) -> LabelSelector | 
     for expr in spec.get("matchExpressions") or ():
         op = ops.get(expr.get("operator", ""))
         if op is None:
-            raise BadRequest(f"{_go_quote(expr.get('operator', ''))} is not a valid label selector operator")
+            raise BadRequest(f"{go_quote(expr.get('operator', ''))} is not a valid label selector operator")
         reqs.append(new_requirement(expr.get("key", ""), op, list(expr.get("values") or ())))
     reqs.sort(key=lambda r: r.key)
     return LabelSelector(tuple(reqs))
@@ -669,13 +561,13 @@ def selectable_fields(kind: str) -> frozenset[str]:
 
 def _unknown_field(field: str, kind: str | None, allowed: Collection[str]) -> BadRequest:
     if kind is not None and kind in _UNKNOWN_FIELD_MESSAGE:
-        return BadRequest(_UNKNOWN_FIELD_MESSAGE[kind].format(q=_go_quote(field)))
+        return BadRequest(_UNKNOWN_FIELD_MESSAGE[kind].format(q=go_quote(field)))
     if (kind is not None and kind in _CONVERSION_ALLOWED) or (
         kind is None and not set(allowed) <= _META_FIELDS
     ):
         return BadRequest(f"field label not supported: {field}")
     return BadRequest(
-        f'{_go_quote(field)} is not a known field selector: only "metadata.name", "metadata.namespace"'
+        f'{go_quote(field)} is not a known field selector: only "metadata.name", "metadata.namespace"'
     )
 
 

@@ -1,0 +1,57 @@
+"""The HTTP and startup benchmarks run end to end and write their JSON (figures are not judged)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCH = REPO / "bench"
+
+pytestmark = pytest.mark.bench
+
+
+def run_bench(script: str, output: Path, *args: str) -> dict[str, Any]:
+    """Run one benchmark script with --quick; fail with its output unless it exits 0."""
+    proc = subprocess.run([sys.executable, str(BENCH / script), "--quick", "--output", str(output), *args],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"{script} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
+    assert "|---" in proc.stdout  # the Markdown table was printed
+    return json.loads(output.read_text())
+
+
+def assert_point(point: dict[str, Any]) -> None:
+    """One load point answered every request it sent."""
+    assert point["requests"] > 0
+    assert point["errors"] == 0, point["first_error"]
+    assert point["rate"] > 0
+
+
+def test_bench_http_quick(tmp_path: Path) -> None:
+    result = run_bench("bench_http.py", tmp_path / "http.json", "--duration", "0.3", "--concurrency", "1", "16",
+                       "--dir", str(tmp_path))
+    assert [p["concurrency"] for p in result["points"]] == [1, 16]
+    for point in result["points"]:
+        for side in ("kapi_get", "bare_get", "kapi_create", "bare_create"):
+            assert_point(point[side])
+        assert point["get_ratio"] > 0 and point["create_ratio"] > 0
+    gc = result["group_commit"]
+    assert gc["concurrency"] == 16
+    assert_point(gc["true"])
+    assert_point(gc["false"])
+    assert set(result["goals"]) >= {"get_ratio", "create_ratio", "get_met", "create_met"}
+
+
+def test_bench_startup_quick(tmp_path: Path) -> None:
+    result = run_bench("bench_startup.py", tmp_path / "startup.json", "--objects", "300", "--dir", str(tmp_path))
+    assert result["config"]["objects"] == 300
+    assert result["populated"]["populate"]["objects"] == 300
+    for case in ("empty", "populated"):
+        assert len(result[case]["seconds"]) == 1
+        assert result[case]["median_s"] > 0
+    assert result["import_s"] > 0
