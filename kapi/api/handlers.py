@@ -83,7 +83,8 @@ class Handlers:
         method = getattr(self, verb)
         resp: Response = await method(ctx, res)
         for w in ctx.warnings:
-            resp.headers.append(("Warning", f'299 - "{w}"'))
+            quoted = w.replace("\\", "\\\\").replace('"', '\\"')
+            resp.headers.append(("Warning", f'299 - "{quoted}"'))
         return resp
 
     # --------------------------------------------------------------- read

@@ -220,3 +220,14 @@ def test_delete_cascade_orphan_and_foreground(kubectl: Kubectl, namespace: str) 
             out = kubectl.run("wait", "--for=delete", f"rs/rs-{cascade}", "--timeout=30s", namespace=namespace,
                               check=False)
             assert kubectl.run("get", "rs", f"rs-{cascade}", namespace=namespace, check=False).returncode != 0
+
+
+def test_field_validation_strict_and_warn(kubectl: Kubectl, namespace: str) -> None:
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fv"}, "bogus": 1})
+    strict = kubectl.run("create", "--validate=strict", "-f", "-", input=body, namespace=namespace, check=False)
+    assert strict.returncode != 0
+    assert 'unknown field "bogus"' in strict.stderr
+    warn = kubectl.run("create", "--validate=warn", "-f", "-", input=body, namespace=namespace)
+    assert 'unknown field "bogus"' in warn.stderr
+    got = json.loads(kubectl.run("get", "cm", "fv", "-o", "json", namespace=namespace).stdout)
+    assert "bogus" not in got
