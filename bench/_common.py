@@ -78,6 +78,13 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy_seconds() -> float:
+    """CPU time all cores have spent busy since boot (steal included: it was not ours to use)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def _readyz_ok(url: str) -> bool:
     """Whether ``url/readyz`` answers 200 ``ok`` right now."""
     # Readiness is polled without verifying the certificate: on a first start the CA
@@ -270,6 +277,7 @@ class LoadResult:
     p99_ms: float
     client_cpu_pct: float  # all client processes together, percent of one core
     server_cpu_pct: float  # the server process, percent of one core
+    other_cpu_pct: float  # everything else on the machine meanwhile: other work skews the figures
     concurrency: int
     processes: int
     first_error: str = ""
@@ -421,11 +429,13 @@ def run_load(load: Load, server_pid: int | None = None) -> LoadResult:
         for _ in procs:
             _collect(out, procs, 300)  # every client has its connections open
         go.set()
-        server_cpu0, t0 = (process_cpu_seconds(server_pid) if server_pid else 0.0), time.perf_counter()
+        server_cpu0, busy0 = (process_cpu_seconds(server_pid) if server_pid else 0.0), machine_busy_seconds()
+        t0 = time.perf_counter()
         limit = load.duration_s + 600 if load.total is None else 3600
         results: list[_WorkerResult] = [_collect(out, procs, limit) for _ in procs]
         wall = time.perf_counter() - t0
         server_cpu = (process_cpu_seconds(server_pid) - server_cpu0) if server_pid else 0.0
+        busy = machine_busy_seconds() - busy0
     finally:
         for p in procs:
             p.join(timeout=30)
@@ -445,6 +455,8 @@ def run_load(load: Load, server_pid: int | None = None) -> LoadResult:
         p99_ms=_percentile(latencies, 0.99) * 1000,
         client_cpu_pct=100 * sum(r.cpu_s for r in results) / seconds if seconds else 0.0,
         server_cpu_pct=100 * server_cpu / wall if wall else 0.0,
+        other_cpu_pct=(max(0.0, 100 * (busy - server_cpu - sum(r.cpu_s for r in results)) / wall)
+                       if wall else 0.0),
         concurrency=load.concurrency,
         processes=processes,
         first_error=next((r.first_error for r in results if r.first_error), ""),

@@ -56,8 +56,8 @@ def measure(server: Server, *, create: bool, concurrency: int, args: argparse.Na
     kind = "create" if create else "get"
     print(f"  {tag:>6} {kind:>6} c={concurrency:<3} {result.rate:8.0f}/s  p50 {result.p50_ms:6.1f} ms  "
           f"p99 {result.p99_ms:6.1f} ms  client cpu {result.client_cpu_pct:4.0f}%  "
-          f"server cpu {result.server_cpu_pct:4.0f}%" + (f"  ERRORS {result.errors}" if result.errors else ""),
-          flush=True)
+          f"server cpu {result.server_cpu_pct:4.0f}%  other {result.other_cpu_pct:3.0f}%"
+          + (f"  ERRORS {result.errors}" if result.errors else ""), flush=True)
     return result
 
 
@@ -124,11 +124,11 @@ def table(points: list[dict[str, Any]], gc: dict[str, Any]) -> str:
                      f"{p['create_ratio']:.2f} |")
     lines += [
         "",
-        "| CPU, % of one core (server / all clients) | kapi GET | bare GET | kapi create | bare create |",
+        "| CPU, % of one core: server / clients / rest of machine | kapi GET | bare GET | kapi create | bare create |",
         "|---:|---:|---:|---:|---:|",
     ]
     for p in points:
-        cells = [f"{p[k]['server_cpu_pct']:.0f} / {p[k]['client_cpu_pct']:.0f}"
+        cells = [f"{p[k]['server_cpu_pct']:.0f} / {p[k]['client_cpu_pct']:.0f} / {p[k]['other_cpu_pct']:.0f}"
                  for k in ("kapi_get", "bare_get", "kapi_create", "bare_create")]
         lines.append(f"| c={p['concurrency']} | " + " | ".join(cells) + " |")
     lines += [
