@@ -372,3 +372,58 @@ async def test_events_v1_is_a_view_of_core_events(api: Api) -> None:
     body = r.json()
     assert body["apiVersion"] == "events.k8s.io/v1"
     assert body["note"] == "hello" and body["regarding"]["name"] == "p"
+
+
+async def test_terminating_namespace_refuses_new_content(api: Api) -> None:
+    await api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "term"}})
+    held = cm("held")
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    assert (await api.create("/api/v1/namespaces/term/configmaps", held)).status == 201
+    await api.request("DELETE", "/api/v1/namespaces/term")
+    r = await api.create("/api/v1/namespaces/term/configmaps", cm("late"))
+    assert r.status == 403
+    body = r.json()
+    assert body["reason"] == "Forbidden"
+    assert body["message"] == "unable to create new content in namespace term because it is being terminated"
+    assert body["details"]["causes"][0]["reason"] == "NamespaceTerminating"
+    # The held object keeps the namespace until its finalizer goes.
+    await trio.sleep(0.2)
+    assert (await api.request("GET", "/api/v1/namespaces/term")).json()["status"]["phase"] == "Terminating"
+    await api.request("PATCH", "/api/v1/namespaces/term/configmaps/held", {"metadata": {"finalizers": None}},
+                      content_type=MERGE_PATCH)
+    for _ in range(300):
+        if (await api.request("GET", "/api/v1/namespaces/term")).status == 404:
+            break
+        await trio.sleep(0.02)
+    else:
+        raise AssertionError("namespace stayed after its last object went")
+
+
+async def test_deletecollection_by_label(api: Api) -> None:
+    for name, tier in (("dc1", "a"), ("dc2", "b"), ("dc3", "a")):
+        body = cm(name)
+        body["metadata"]["labels"] = {"dc": tier}
+        await api.create("/api/v1/namespaces/default/configmaps", body)
+    r = await api.request("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=dc%3Da")
+    assert r.status == 200
+    assert r.json()["kind"] == "ConfigMapList"
+    assert sorted(i["metadata"]["name"] for i in r.json()["items"]) == ["dc1", "dc3"]
+    left = (await api.request("GET", "/api/v1/namespaces/default/configmaps?labelSelector=dc")).json()
+    assert [i["metadata"]["name"] for i in left["items"]] == ["dc2"]
+
+
+async def test_graceful_pod_delete_on_a_node(api: Api, pod_json: dict) -> None:  # type: ignore[type-arg]
+    pod = dict(pod_json)
+    pod["metadata"] = {"name": "bound"}
+    pod.pop("status", None)
+    pod["spec"] = dict(pod["spec"], nodeName="node-1")
+    assert (await api.create("/api/v1/namespaces/default/pods", pod)).status == 201, "create"
+    r = await api.request("DELETE", "/api/v1/namespaces/default/pods/bound")
+    assert r.status == 200
+    md = r.json()["metadata"]
+    assert md["deletionGracePeriodSeconds"] == pod["spec"].get("terminationGracePeriodSeconds", 30)
+    assert md["deletionTimestamp"]
+    # A later delete may shorten the grace period; 0 removes the pod.
+    r = await api.request("DELETE", "/api/v1/namespaces/default/pods/bound?gracePeriodSeconds=0")
+    assert r.status == 200
+    assert (await api.request("GET", "/api/v1/namespaces/default/pods/bound")).status == 404
