@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import multiprocessing
 import os
 import queue
+import secrets
 import signal
 import ssl
 import statistics
@@ -416,6 +418,8 @@ def _percentile(sorted_values: list[float], q: float) -> float:
 def run_load(load: Load, server_pid: int | None = None) -> LoadResult:
     """Run one load point from ``load.processes`` client processes; measure rate, latency and CPU."""
     processes = max(1, min(load.processes, load.concurrency))
+    # A fresh tag per run keeps created names unique when the same load runs again.
+    load = dataclasses.replace(load, name_prefix=f"{load.name_prefix}-{secrets.token_hex(3)}")
     ctx = multiprocessing.get_context("spawn")  # a clean interpreter per client, no inherited state
     out, go = ctx.Queue(), ctx.Event()
     connections = _split(load.concurrency, processes)

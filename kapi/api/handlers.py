@@ -15,6 +15,7 @@ import yaml
 from .. import errors
 from .._fast import encode_list_chunks
 from ..listopts import parse_list_options
+from ..managedfields import manager_name
 from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from ..registry.resources import Resource, ResourceTable
 from ..registry.store import DeleteOptions, ListPage, Registry, WriteOptions
@@ -141,10 +142,12 @@ class Handlers:
         if dry and dry != "All":
             raise errors.BadRequest(f'Invalid dryRun value: "{dry}": valid values are "All"')
         manager = ctx.query.get("fieldManager", "")
-        if len(manager) > 128:
-            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
-                "FieldValueTooLong", "Too long: may not be more than 128 bytes", "fieldManager")])
-        return WriteOptions(dry_run=bool(dry), field_manager=manager)
+        if len(manager.encode()) > 128 or not manager.isprintable():
+            detail = "Too long: may not be more than 128 bytes" if len(manager.encode()) > 128 else \
+                "Invalid value: must only contain printable characters"
+            raise errors.invalid("CreateOptions", "meta.k8s.io", "", [errors.Cause(
+                "FieldValueTooLong" if "Too long" in detail else "FieldValueInvalid", detail, "fieldManager")])
+        return WriteOptions(dry_run=bool(dry), field_manager=manager_name(manager, ctx.header("user-agent")))
 
     def _decode_object(self, ctx: RequestContext, res: Resource, *, kind: str = "") -> Obj:
         media = negotiate.body_media_type(ctx.header("content-type"))

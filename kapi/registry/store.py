@@ -18,6 +18,8 @@ import trio
 from .. import codec, errors, meta
 from ..defaults import apply_defaults
 from ..listopts import ListOptions, decode_continue, encode_continue
+from ..managedfields import reset_fields_for, update_managed_fields
+from ..schema import Schema, load_builtin
 from ..selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector,
                          selectable_fields)
 from ..storage.base import KeyValue, Storage
@@ -90,6 +92,7 @@ class Registry:
 
     storage: Storage
     table: ResourceTable
+    schema: Schema = field(default_factory=load_builtin)
     root: str = "/registry"
     _ip_lock: trio.Lock = field(default_factory=trio.Lock)
 
@@ -229,6 +232,7 @@ class Registry:
 
     async def create(self, res: Resource, namespace: str, obj: Obj, opts: WriteOptions) -> Obj:
         obj = self._prepare_create(res, namespace, obj)
+        self._track_fields(res, None, obj, opts, "")
         md = obj["metadata"]
         if res.namespaced:
             await self._check_namespace_open(md["namespace"])
@@ -270,6 +274,19 @@ class Registry:
         if causes:
             raise errors.invalid(res.kind, res.group, str(md.get("name", "")), causes)
         return obj
+
+    def _track_fields(self, res: Resource, old: Obj | None, new: Obj, opts: WriteOptions, subresource: str) -> None:
+        """Record the write in ``metadata.managedFields`` (an Update by the request's field manager)."""
+        if not opts.field_manager:
+            return
+        entries = update_managed_fields(
+            self.schema, (res.group, res.version, res.kind), old, new, manager=opts.field_manager,
+            subresource=subresource, api_version=res.group_version, now=meta.now_rfc3339(),
+            reset_fields=reset_fields_for(has_status=res.has_status, subresource=subresource))
+        if entries:
+            new["metadata"]["managedFields"] = entries
+        else:
+            new["metadata"].pop("managedFields", None)
 
     def _check_type_meta(self, res: Resource, obj: Obj) -> None:
         kind = obj.get("kind")
@@ -396,6 +413,7 @@ class Registry:
             old = self._decode(res, kv)
             new = mutate(copy.deepcopy(old))
             new = self._prepare_update(res, new, old, subresource)
+            self._track_fields(res, old, new, opts, subresource)
             if res.resource == "namespaces" and _namespace_finished(new):
                 if opts.dry_run:
                     return new
@@ -522,7 +540,7 @@ class Registry:
             obj.setdefault("spec", {})["replicas"] = replicas
             return obj
 
-        return to_scale(await self.guaranteed_update(res, namespace, name, mutate, opts))
+        return to_scale(await self.guaranteed_update(res, namespace, name, mutate, opts, "scale"))
 
     # ------------------------------------------------------------- delete
 

@@ -54,3 +54,4 @@ def test_bench_startup_quick(tmp_path: Path) -> None:
         assert len(result[case]["seconds"]) == 1
         assert result[case]["median_s"] > 0
     assert result["import_s"] > 0
+    assert result["first_list"]["items"] == 300
