@@ -197,13 +197,14 @@ class Registry:
             if revision is None:
                 revision = result.revision
             last_key = ""
-            for kv in result.items:
-                last_key = kv.key
-                obj = self._decode(res, kv)
-                if sel.everything or self.matches(res, sel, obj):
-                    items.append(obj)
-                    if limit and len(items) == limit:
-                        break
+            with codec.paused_gc():
+                for kv in result.items:
+                    last_key = kv.key
+                    obj = self._decode(res, kv)
+                    if sel.everything or self.matches(res, sel, obj):
+                        items.append(obj)
+                        if limit and len(items) == limit:
+                            break
             if limit and len(items) == limit and (result.more or last_key != result.items[-1].key):
                 next_token = encode_continue(revision, last_key + "\x00", prefix)
                 if sel.everything:
@@ -674,10 +675,11 @@ class Registry:
         prefix = self.prefix(res, namespace)
         if opts.resource_version in ("", "0"):
             page = await self.storage.list(prefix)
-            for kv in page.items:
-                obj = self._decode(res, kv)
-                if sel.everything or self.matches(res, sel, obj):
-                    yield "ADDED", obj
+            with codec.paused_gc():
+                initial = [obj for obj in (self._decode(res, kv) for kv in page.items)
+                           if sel.everything or self.matches(res, sel, obj)]
+            for obj in initial:
+                yield "ADDED", obj
             from_rev = page.revision
         else:
             from_rev = int(opts.resource_version)
