@@ -295,7 +295,7 @@ class Handlers:
         result = await self.registry.delete(res, info.namespace, info.name, opts)
         if not result.deleted:
             return object_response(result.obj, out, status=200)
-        if res.resource in ("pods", "namespaces"):
+        if res.delete_returns_object:
             return object_response(result.obj, out, status=200)
         md = result.obj.get("metadata", {})
         return object_response(success_status(name=info.name, group=res.group, kind=res.resource,

@@ -29,6 +29,12 @@ class Resource:
     generation_on_annotations: bool = False
     # Served from the watch cache (kube-apiserver keeps events out of it).
     cacheable: bool = True
+    # The strategy sets metadata.generation (1 on create, +1 on spec changes).
+    tracks_generation: bool = False
+    # PUT of a missing object creates it.
+    create_on_update: bool = False
+    # DELETE answers with the object rather than a success Status.
+    delete_returns_object: bool = False
 
     @property
     def group_version(self) -> str:
@@ -67,8 +73,10 @@ BUILTIN: tuple[Resource, ...] = (
     # core/v1
     _r("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",),
        subresources=("status", "finalize"),
-       verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    _r("", "v1", "pods", "Pod", short_names=("po",), categories=_ALL, subresources=("status",)),
+       verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+       delete_returns_object=True),
+    _r("", "v1", "pods", "Pod", short_names=("po",), categories=_ALL, subresources=("status",),
+       tracks_generation=True, delete_returns_object=True),
     _r("", "v1", "nodes", "Node", namespaced=False, short_names=("no",), subresources=("status",),
        storage_prefix="minions"),
     _r("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
@@ -77,43 +85,61 @@ BUILTIN: tuple[Resource, ...] = (
        storage_prefix="services/specs",
        verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")),
     _r("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
-    _r("", "v1", "endpoints", "Endpoints", short_names=("ep",), storage_prefix="services/endpoints"),
-    _r("", "v1", "events", "Event", short_names=("ev",), cacheable=False),
+    _r("", "v1", "endpoints", "Endpoints", short_names=("ep",), storage_prefix="services/endpoints",
+       create_on_update=True),
+    _r("", "v1", "events", "Event", short_names=("ev",), cacheable=False,
+       create_on_update=True),
     _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
-       subresources=("status",)),
+       subresources=("status",),
+       tracks_generation=True),
     _r("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, short_names=("pv",),
        subresources=("status",)),
     # apps/v1
     _r("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=_ALL,
-       subresources=("status", "scale"), generation_on_annotations=True),
+       subresources=("status", "scale"), generation_on_annotations=True,
+       tracks_generation=True),
     _r("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=_ALL,
-       subresources=("status", "scale")),
+       subresources=("status", "scale"),
+       tracks_generation=True),
     _r("apps", "v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=_ALL,
-       subresources=("status", "scale")),
+       subresources=("status", "scale"),
+       tracks_generation=True),
     _r("apps", "v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=_ALL,
-       subresources=("status",)),
+       subresources=("status",),
+       tracks_generation=True),
     # batch/v1
-    _r("batch", "v1", "jobs", "Job", categories=_ALL, subresources=("status",)),
-    _r("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), categories=_ALL, subresources=("status",)),
+    _r("batch", "v1", "jobs", "Job", categories=_ALL, subresources=("status",),
+       tracks_generation=True),
+    _r("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), categories=_ALL, subresources=("status",),
+       tracks_generation=True),
     # coordination.k8s.io/v1
-    _r("coordination.k8s.io", "v1", "leases", "Lease"),
+    _r("coordination.k8s.io", "v1", "leases", "Lease",
+       create_on_update=True),
     # events.k8s.io/v1: the same objects as core/v1 events, another shape
     _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), cacheable=False,
-       storage_of=("", "events")),
+       storage_of=("", "events"),
+       create_on_update=True),
     # rbac.authorization.k8s.io/v1
-    _r("rbac.authorization.k8s.io", "v1", "roles", "Role"),
-    _r("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
-    _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False),
-    _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    _r("rbac.authorization.k8s.io", "v1", "roles", "Role",
+       create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding",
+       create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False,
+       create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False,
+       create_on_update=True),
     # apiextensions.k8s.io/v1 (stored only, for now)
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
-       subresources=("status",), storage_prefix="apiextensions.k8s.io/customresourcedefinitions"),
+       subresources=("status",), storage_prefix="apiextensions.k8s.io/customresourcedefinitions",
+       tracks_generation=True),
     # flowcontrol.apiserver.k8s.io/v1 (stored only, for now)
     _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", namespaced=False,
-       subresources=("status",)),
+       subresources=("status",),
+       tracks_generation=True, create_on_update=True),
     _r("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations", "PriorityLevelConfiguration",
-       namespaced=False, subresources=("status",)),
+       namespaced=False, subresources=("status",),
+       tracks_generation=True, create_on_update=True),
 )
 
 # The preferred order of groups in discovery, as kube-apiserver lists them.

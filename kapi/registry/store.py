@@ -32,15 +32,6 @@ Mutate = Callable[[Obj], Obj]
 
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-# Resources whose strategy sets metadata.generation (the others never carry one).
-_GENERATION = {"deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs",
-               "customresourcedefinitions", "flowschemas", "prioritylevelconfigurations", "pods",
-               "persistentvolumeclaims"}
-# Resources for which an update of a missing object creates it.
-_CREATE_ON_UPDATE = {"endpoints", "events", "leases", "roles", "rolebindings", "clusterroles",
-                     "clusterrolebindings", "flowschemas", "prioritylevelconfigurations"}
-# DELETE answers with the object rather than a Status for these.
-_RETURN_DELETED_OBJECT = {"pods", "namespaces"}
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 _GUARANTEED_UPDATE_TRIES = 16
 _PAGE_CAP = 10_000
@@ -262,7 +253,7 @@ class Registry:
             md.pop(k, None)
         md["uid"] = meta.new_uid()
         md["creationTimestamp"] = meta.now_rfc3339()
-        if res.resource in _GENERATION:
+        if res.tracks_generation:
             md["generation"] = 1
         else:
             md.pop("generation", None)
@@ -387,7 +378,7 @@ class Registry:
         try:
             current = await self.storage.get(self.key(res, namespace, name))
         except errors.KeyNotFound:
-            if res.resource in _CREATE_ON_UPDATE and not subresource:
+            if res.create_on_update and not subresource:
                 md.pop("resourceVersion", None)
                 return await self.create(res, namespace, obj, opts), True
             raise self._not_found(res, name) from None
@@ -497,7 +488,7 @@ class Registry:
             new.setdefault("spec", {})["finalizers"] = old.get("spec", {}).get("finalizers", [])
             new["status"] = old.get("status", {})
         md = new["metadata"]
-        if res.resource in _GENERATION:
+        if res.tracks_generation:
             md["generation"] = old_md.get("generation", 1)
             if subresource != "status" and self._spec_changed(res, new, old):
                 md["generation"] = md["generation"] + 1
