@@ -677,6 +677,8 @@ class Registry:
         try:
             async with self.storage.watch(prefix, from_rev) as events:
                 async for ev in events:
+                    if ev.type == "PROGRESS":
+                        continue
                     new = self._decode(res, KeyValue(ev.key, ev.value, ev.revision, ev.create_revision)) \
                         if ev.value is not None else None
                     old = self._decode(res, KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision)) \

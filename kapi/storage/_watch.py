@@ -97,6 +97,21 @@ class WatchHub:
                     self._drop(sub)
                     break
 
+    def request_progress(self) -> None:
+        """Send every live subscriber a PROGRESS event at the current revision.
+
+        Events are dispatched in the same trio step as their commit, so every event up
+        to that revision is already in the channel ahead of the marker. A subscriber
+        still replaying history gets none (it is not caught up yet); a full one is skipped.
+        """
+        revision = self._current()
+        marker = Event("PROGRESS", "", None, None, revision)
+        for sub in list(self._live):
+            try:
+                sub.send.send_nowait(marker)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
     @asynccontextmanager
     async def watch(self, prefix: str, from_revision: int) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
         """Open a subscriber for events under ``prefix`` after ``from_revision``."""

@@ -14,7 +14,7 @@ from typing import AsyncContextManager, Literal, Protocol, Sequence
 
 import trio
 
-EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+EventType = Literal["ADDED", "MODIFIED", "DELETED", "PROGRESS"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +29,12 @@ class KeyValue:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One committed change.
+    """One committed change, or a progress marker.
 
     ``value`` is the new value (for DELETED: None). ``prev_value`` is the value
     before the change (None for ADDED). ``revision`` is the write's revision.
+    A PROGRESS event (key "", no values) says every event up to ``revision``
+    has been delivered (see ``Storage.request_progress``).
     """
 
     type: EventType
@@ -113,6 +115,9 @@ class Storage(Protocol):
         below the compacted revision), then follows live commits. The channel
         closes when the backend stops or the subscriber falls too far behind.
         """
+
+    def request_progress(self) -> None:
+        """Ask for a PROGRESS event at the current revision on every live watch (etcd's RequestProgress)."""
 
     def current_revision(self) -> int:
         """The latest committed revision (cheap, no I/O)."""

@@ -133,6 +133,10 @@ class MemoryStorage:
         """Events under ``prefix`` after ``from_revision``: history, then live."""
         return self._hub.watch(prefix, from_revision)
 
+    def request_progress(self) -> None:
+        """Every live watch gets a PROGRESS event at the current revision."""
+        self._hub.request_progress()
+
     def current_revision(self) -> int:
         """The latest committed revision."""
         return self._revision

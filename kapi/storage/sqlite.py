@@ -389,6 +389,10 @@ class SqliteStorage:
         """Events under ``prefix`` after ``from_revision``: history from the log, then live."""
         return self._hub.watch(prefix, from_revision)
 
+    def request_progress(self) -> None:
+        """Every live watch gets a PROGRESS event at the current revision."""
+        self._hub.request_progress()
+
     def current_revision(self) -> int:
         """The latest revision whose commit has been handed to trio."""
         return self._revision

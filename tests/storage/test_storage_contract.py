@@ -479,3 +479,16 @@ async def test_backend_refuses_work_before_run(backend_factory: BackendFactory, 
         await backend.create(A, b"")
     with pytest.raises(StorageUnavailable):
         await backend.list(PODS)
+
+
+async def test_request_progress_marks_delivery(storage) -> None:  # type: ignore[no-untyped-def]
+    """A PROGRESS event follows every event committed before the request, at the current revision."""
+    await storage.create("/p/a", b"1")
+    async with storage.watch("/p/", storage.current_revision()) as events:
+        await storage.create("/p/b", b"2")
+        await storage.create("/other/x", b"3")
+        storage.request_progress()
+        first = await events.receive()
+        assert first.type == "ADDED" and first.key == "/p/b"
+        marker = await events.receive()
+        assert marker.type == "PROGRESS" and marker.revision == storage.current_revision()
