@@ -19,6 +19,9 @@ class Config:
     group_commit: bool = True
     default_watch_cache_size: int = 100
     watch_cache_sizes: dict[str, int] = field(default_factory=dict)
+    watch_cache: bool = True
+    # resource[.group] -> fields indexed in its watch cache (exact-match field selectors use them)
+    watch_cache_indexes: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"pods": ("spec.nodeName",)})
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
     enable_priority_and_fairness: bool = True

@@ -114,7 +114,7 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
         parse_resource_version(opts.resource_version)
     match = opts.resource_version_match
     if match:
-        if not opts.resource_version and not (opts.watch and sie):
+        if not opts.resource_version and not (opts.watch and sie is not None):
             raise _list_options_invalid("resourceVersionMatch", "",
                                         "resourceVersionMatch is forbidden unless resourceVersion is provided")
         if opts.continue_token:
@@ -129,6 +129,12 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
                                         'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
     if sie is not None and not opts.watch:
         raise _list_options_invalid("sendInitialEvents", "", "sendInitialEvents is forbidden for list")
+    if sie is not None and match != "NotOlderThan":
+        raise _list_options_invalid("resourceVersionMatch", "",
+                                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+    if opts.watch and match and sie is None:
+        raise _list_options_invalid("resourceVersionMatch", "",
+                                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
     if opts.continue_token and opts.resource_version not in ("", "0"):
         raise errors.BadRequest('specifying resource version is not allowed when using continue')
     return opts

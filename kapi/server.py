@@ -19,9 +19,11 @@ from .api.handlers import Handlers
 from .api.openapi import OpenAPIDocuments
 from .auth.authn import Authenticator, User, read_token_file
 from .auth.authz import Authorizer
+from .cacher.cache import Cacher
 from .config import Config
 from .controllers import GarbageCollector, NamespaceController
 from .https import serve_https
+from .metrics import Metrics
 from .pki import ensure_pki, write_kubeconfig
 from .registry.resources import ResourceTable
 from .registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
@@ -80,6 +82,22 @@ async def _publish_endpoint(registry: Registry, host: str, port: int) -> None:
         await registry.update(ep_res, "default", "kubernetes", current, WriteOptions())
 
 
+def make_cachers(config: Config, registry: Registry) -> list[Cacher]:
+    """One watch cache per cacheable resource, sized and indexed as the flags say."""
+    cachers = []
+    for res in registry.table.resources:
+        if not res.cacheable or res.storage_of[1]:
+            continue
+        names = (res.resource, res.qualified)
+        size = next((config.watch_cache_sizes[n] for n in names if n in config.watch_cache_sizes),
+                    config.default_watch_cache_size)
+        if size <= 0:
+            continue  # kube-apiserver: a size of 0 disables the cache of that resource
+        indexes = next((config.watch_cache_indexes[n] for n in names if n in config.watch_cache_indexes), ())
+        cachers.append(registry.make_cacher(res, capacity=size, indexed_fields=tuple(indexes)))
+    return cachers
+
+
 def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
     table = registry.table
     schema = load_builtin()
@@ -98,6 +116,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
         health=health,
         version_info=version,
         max_body_bytes=config.max_body_bytes,
+        metrics=registry.metrics,
     )
 
 
@@ -108,7 +127,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
     data_dir.mkdir(parents=True, exist_ok=True)
     pki = ensure_pki(data_dir, config.bind_address)
     storage = make_storage(config, data_dir)
-    registry = Registry(storage, ResourceTable())
+    registry = Registry(storage, ResourceTable(), metrics=Metrics())
     health = Health()
     app = build_app(config, registry, pki.admin_token, health)
     shutdown = trio.Event()
@@ -127,6 +146,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
 
     async with trio.open_nursery() as services:
         await services.start(storage.run)
+        if config.watch_cache:
+            for cacher in make_cachers(config, registry):
+                await services.start(cacher.run)
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await _bootstrap(registry, namespaces)
         await services.start(namespaces.run)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 _want_c = os.environ.get("KAPI_NO_EXTENSIONS") != "1" and platform.python_implementation() == "CPython"
 USING_EXTENSIONS = False
 
+from .ring_py import EventRing  # the compiled twin comes with the Cython work on the cache
+
 if TYPE_CHECKING or not _want_c:
     from .listenc_py import encode_list_chunks
 else:
@@ -27,4 +29,4 @@ else:
             raise
         from .listenc_py import encode_list_chunks
 
-__all__ = ["USING_EXTENSIONS", "encode_list_chunks"]
+__all__ = ["USING_EXTENSIONS", "EventRing", "encode_list_chunks"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -13,6 +14,7 @@ from .. import errors
 from ..auth.authn import Authenticator
 from ..auth.authz import Authorizer
 from ..https import PeerCertificates
+from ..metrics import Metrics
 from . import negotiate
 from .discovery import Discovery
 from .openapi import Document, OpenAPIDocuments
@@ -68,6 +70,7 @@ class App:
     authz: Authorizer
     health: Health
     version_info: dict[str, str]
+    metrics: Metrics = field(default_factory=Metrics)
     max_body_bytes: int = 3 * 1024 * 1024
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
@@ -90,6 +93,8 @@ class App:
             return
         if scope["type"] != "http":
             return
+        started = time.perf_counter()
+        ctx = None
         try:
             ctx = await self._context(scope, receive)
             assert self._chain is not None
@@ -100,7 +105,21 @@ class App:
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             resp = status_response(errors.InternalError("an error on the server has prevented the request "
                                                         "from succeeding"))
+        if ctx is not None:
+            self._observe(ctx, resp.status, time.perf_counter() - started)
         await _send(resp, scope, receive, send, self.closing)
+
+    def _observe(self, ctx: RequestContext, code: int, seconds: float) -> None:
+        """apiserver_request_total and apiserver_request_duration_seconds (watches: count only)."""
+        info = ctx.info
+        scope = "" if not info.is_resource else ("resource" if info.name else
+                                                  "namespace" if info.namespace else "cluster")
+        labels = {"verb": _metric_verb(info), "dry_run": ctx.query.get("dryRun", ""), "group": info.group,
+                  "version": info.version, "resource": info.resource, "subresource": info.subresource,
+                  "scope": scope, "component": "apiserver"}
+        self.metrics.request_total.labels(**labels, code=str(code)).inc()
+        if info.verb != "watch":
+            self.metrics.request_duration.labels(**labels).observe(seconds)
 
     async def _context(self, scope: Scope, receive: Any) -> RequestContext:
         headers: dict[str, str] = {}
@@ -153,6 +172,8 @@ class App:
                 only = path[len(kind) + 2:]
                 exclude = [ctx.query["exclude"]] if "exclude" in ctx.query else []
                 return self.health.report(kind, only, "verbose" in ctx.query, exclude)
+        if path == "/metrics":
+            return Response(200, self.metrics.exposition(), "text/plain; version=0.0.4; charset=utf-8")
         if path == "/version":
             return Response(200, orjson.dumps(self.version_info, option=orjson.OPT_INDENT_2))
         if path == "/api":
@@ -212,6 +233,15 @@ class App:
                 return self.openapi.v2()
         raise errors.NotAcceptable("only the following media types are accepted: application/json, "
                                    + PROTOBUF_CONTENT_TYPE)
+
+
+def _metric_verb(info: Any) -> str:
+    """kube-apiserver's verb label: LIST, WATCH, GET, POST, PUT, PATCH, DELETE, DELETECOLLECTION."""
+    if not info.is_resource:
+        return str(info.verb).upper()
+    return {"list": "LIST", "watch": "WATCH", "get": "GET", "create": "POST", "update": "PUT",
+            "patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETECOLLECTION"}.get(info.verb,
+                                                                                             info.verb.upper())
 
 
 async def _read_body(receive: Any, limit: int) -> bytes:

@@ -14,7 +14,7 @@ import yaml
 
 from .. import errors
 from .._fast import encode_list_chunks
-from ..listopts import parse_list_options
+from ..listopts import ListOptions, parse_list_options
 from ..managedfields import manager_name
 from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from ..registry.resources import Resource, ResourceTable
@@ -109,31 +109,42 @@ class Handlers:
         opts = parse_list_options(ctx.query)
         out = negotiate.choose_output(ctx.header("accept"), include_object=ctx.query.get("includeObject", ""))
         page = await self.registry.list(res, info.namespace, opts)
+        warning = cost_warning(res, opts, page)
+        if warning:
+            ctx.warnings.append(warning)
         list_meta: Obj = {"resourceVersion": page.resource_version}
         if page.continue_token:
             list_meta["continue"] = page.continue_token
         if page.remaining:
             list_meta["remainingItemCount"] = page.remaining
         if out.as_kind == "Table":
-            table = build_table(res.resource, res.group, page.items, time.time(),
+            table = build_table(res.resource, res.group, page.objects(), time.time(),
                                 include_object=out.include_object, list_meta=list_meta,
                                 table_version=out.as_version)
             return object_response(table, out)
         if out.as_kind in ("PartialObjectMetadataList", "PartialObjectMetadata"):
             body = {"kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{out.as_version}",
-                    "metadata": list_meta, "items": [_partial(o, out.as_version) for o in page.items]}
+                    "metadata": list_meta, "items": [_partial(o, out.as_version) for o in page.objects()]}
             return object_response(body, out)
-        return self._list_body(res, page.items, list_meta, out)
+        if out.media_type == YAML:
+            return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
+                                    "metadata": list_meta, "items": [_untyped(o) for o in page.objects()]}, out)
+        encoded = page.raw if page.raw is not None else [orjson.dumps(_untyped(o)) for o in page.items]
+        return self._list_json(res, encoded, list_meta)
+
+    @staticmethod
+    def _list_json(res: Resource, encoded: list[bytes], list_meta: Obj) -> Response:
+        """The list body streamed from the items' JSON, about a megabyte a chunk (no second copy)."""
+        head = b'{"kind":"%s","apiVersion":"%s","metadata":%s,"items":[' % (
+            res.list_kind.encode(), res.group_version.encode(), orjson.dumps(list_meta))
+        return Response(200, b"", JSON, stream=_chunks(encode_list_chunks(head, encoded, b"]}", LIST_CHUNK_BYTES)))
 
     @staticmethod
     def _list_body(res: Resource, items: list[Obj], list_meta: Obj, out: Output) -> Response:
         if out.media_type == YAML:
             return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
                                     "metadata": list_meta, "items": [_untyped(o) for o in items]}, out)
-        head = b'{"kind":"%s","apiVersion":"%s","metadata":%s,"items":[' % (
-            res.list_kind.encode(), res.group_version.encode(), orjson.dumps(list_meta))
-        encoded = [orjson.dumps(_untyped(o)) for o in items]
-        return Response(200, b"", JSON, stream=_chunks(encode_list_chunks(head, encoded, b"]}", LIST_CHUNK_BYTES)))
+        return Handlers._list_json(res, [orjson.dumps(_untyped(o)) for o in items], list_meta)
 
     # -------------------------------------------------------------- write
 
@@ -323,8 +334,9 @@ class Handlers:
         timeout = opts.timeout_seconds
         if timeout is None or timeout <= 0:
             timeout = int(self.min_request_timeout_s * (1 + random.random()))
-        events = self.registry.watch(res, info.namespace, opts)
-        return Response(200, b"", JSON, stream=_watch_stream(events, timeout))
+        deadline = trio.current_time() + timeout
+        lines = await self.registry.watch_lines(res, info.namespace, opts, deadline)
+        return Response(200, b"", JSON, stream=_until(lines, deadline))
 
 
 async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
@@ -332,14 +344,32 @@ async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def _watch_stream(events: AsyncIterator[tuple[str, Obj]], timeout_s: float) -> AsyncIterator[bytes]:
-    """Newline-delimited watch events until the timeout; an ERROR event ends the stream."""
-    async with aclosing(events):
-        with trio.move_on_after(timeout_s):
-            async for kind, obj in events:
-                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
-                if kind == "ERROR":
-                    break
+async def _until(lines: AsyncIterator[bytes], deadline: float) -> AsyncIterator[bytes]:
+    """The watch stream until ``timeoutSeconds`` (or the random default) ends it cleanly."""
+    async with aclosing(lines):  # type: ignore[type-var]
+        with trio.move_on_at(deadline):
+            async for chunk in lines:
+                yield chunk
+
+
+SCAN_WARNING_MIN = 1000  # a LIST that scans at least this many objects...
+SCAN_WARNING_RATIO = 10  # ...and returns fewer than 1 in this many gets a Warning
+
+
+def cost_warning(res: Resource, opts: ListOptions, page: ListPage) -> str:
+    """A ``Warning`` text for a LIST that cost far more than it returned, saying how to ask cheaply."""
+    returned = len(page)
+    if page.source == "storage" and not opts.resource_version and opts.limit and not res.cacheable:
+        return (f"this LIST of {res.qualified} was served from storage because resourceVersion was unset with "
+                f"a limit on a resource without a watch cache; it scanned {page.scanned} objects to return "
+                f"{returned}")
+    if page.scanned >= SCAN_WARNING_MIN and returned * SCAN_WARNING_RATIO < page.scanned:
+        hint = ("filter on an indexed field (fieldSelector=spec.nodeName=...) or within a namespace"
+                if res.resource == "pods" else "list within a namespace or with a narrower selector")
+        where = {"cache": "the watch cache", "snapshot": "a watch cache snapshot"}.get(page.source, "storage")
+        return (f"this LIST of {res.qualified} scanned {page.scanned} objects in {where} to return {returned}; "
+                f"to make it cheaper, {hint}")
+    return ""
 
 
 def _untyped(obj: Obj) -> Obj:

@@ -8,11 +8,13 @@ status and scale subresources; and it turns ``StorageError`` into API errors.
 from __future__ import annotations
 
 import copy
+from contextlib import aclosing
 import ipaddress
 import random
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable
 
+import orjson
 import trio
 
 from .. import codec, errors, meta
@@ -23,6 +25,10 @@ from ..schema import Schema, load_builtin
 from ..selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector,
                          selectable_fields)
 from ..storage.base import KeyValue, Storage
+from ..cacher.cache import CacheConfig, Cacher, Delegate, WatchStart
+from ..cacher.store import Entry
+from ..cacher.watcher import Encoder, Filter, transition
+from ..metrics import Metrics
 from ..validation import validate, validate_object_meta, validate_update_meta
 from . import convert
 from .resources import Resource, ResourceTable
@@ -55,10 +61,26 @@ class DeleteOptions:
 
 @dataclass(slots=True)
 class ListPage:
+    """A page of a LIST: decoded objects (from storage) or their JSON (from the watch cache)."""
+
     items: list[Obj]
     resource_version: str
     continue_token: str = ""
     remaining: int | None = None
+    raw: list[bytes] | None = None  # list-item JSON, when served from the cache
+    source: str = "storage"
+    scanned: int = 0
+    index: str = ""
+
+    def objects(self) -> list[Obj]:
+        """The items as dicts (decoding cached JSON only when a caller needs dicts)."""
+        if self.raw is not None:
+            with codec.paused_gc():
+                return [orjson.loads(b) for b in self.raw]
+        return self.items
+
+    def __len__(self) -> int:
+        return len(self.raw) if self.raw is not None else len(self.items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +107,8 @@ class Registry:
     table: ResourceTable
     schema: Schema = field(default_factory=load_builtin)
     root: str = "/registry"
+    metrics: Metrics = field(default_factory=Metrics)
+    cachers: dict[tuple[str, str], Cacher] = field(default_factory=dict)
     _ip_lock: trio.Lock = field(default_factory=trio.Lock)
 
     # ------------------------------------------------------------ helpers
@@ -151,14 +175,62 @@ class Registry:
         except errors.KeyNotFound:
             raise self._not_found(res, name) from None
 
-    async def get(self, res: Resource, namespace: str, name: str) -> Obj:
+    async def get(self, res: Resource, namespace: str, name: str, resource_version: str = "") -> Obj:
+        """GET: from storage, or from the watch cache when a resourceVersion is given (SEMANTICS §3.1)."""
+        cacher = self.cachers.get((res.group, res.resource))
+        if resource_version and cacher is not None and cacher.ready:
+            if resource_version != "0":
+                await cacher.wait_for_rv(meta.parse_resource_version(resource_version))
+            entry = cacher.get(self.key(res, namespace, name))
+            if entry is None:
+                raise self._not_found(res, name)
+            obj: Obj = orjson.loads(cacher.encoder.typed(entry.data))
+            return obj
         return self._decode(res, await self.get_kv(res, namespace, name))
+
+    # -------------------------------------------------------------- cache
+
+    def make_cacher(self, res: Resource, *, capacity: int, indexed_fields: tuple[str, ...] = ()) -> Cacher:
+        """The watch cache of ``res`` (not started); the server runs it and the registry uses it."""
+        def make_entry(value: bytes, revision: int) -> Entry:
+            obj = self._decode(res, KeyValue("", value, revision, 0))
+            md = obj["metadata"]
+            data = orjson.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
+            ns = md.get("namespace", "")
+            key = self.key(res, ns, md.get("name", ""))
+            return Entry(key, ns, md.get("name", ""), revision, md.get("labels") or {},
+                         field_values(res.kind, obj, res.namespaced), data)
+
+        cacher = Cacher(self.storage, self.prefix(res, ""), make_entry, Encoder(res.kind, res.group_version),
+                        group=res.group, resource=res.resource, metrics=self.metrics,
+                        config=CacheConfig(capacity=capacity, indexed_fields=indexed_fields))
+        self.cachers[(res.group, res.resource)] = cacher
+        return cacher
+
+    def _filter(self, res: Resource, namespace: str, sel: Selection) -> Filter:
+        return Filter(self.prefix(res, namespace), sel.label, sel.field)
 
     # --------------------------------------------------------------- list
 
     async def list(self, res: Resource, namespace: str, opts: ListOptions) -> ListPage:
-        """A LIST served from storage with etcd's paging rules (SEMANTICS §1.2, §1.3)."""
+        """A LIST: from the watch cache where SEMANTICS §1.2 says so, else from storage."""
         sel = self.selection(res, opts)
+        cacher = self.cachers.get((res.group, res.resource))
+        reason = "uncached"
+        if cacher is not None:
+            try:
+                got = await cacher.list(opts, self._filter(res, namespace, sel))
+            except Delegate as d:
+                reason = d.reason
+            else:
+                return ListPage([], str(got.resource_version), got.continue_token, got.remaining, got.items,
+                                got.source, got.scanned, got.index)
+        self.metrics.storage_list_total.labels(group=res.group, resource=res.resource, reason=reason).inc()
+        page = await self._list_storage(res, namespace, opts, sel)
+        return page
+
+    async def _list_storage(self, res: Resource, namespace: str, opts: ListOptions, sel: Selection) -> ListPage:
+        """A LIST served from storage with etcd's paging rules (SEMANTICS §1.2, §1.3)."""
         prefix = self.prefix(res, namespace)
         revision: int | None = None
         start = prefix
@@ -179,6 +251,7 @@ class Registry:
         items: list[Obj] = []
         remaining: int | None = None
         next_token = ""
+        scanned = 0
         page = limit if limit else None
         while True:
             try:
@@ -188,6 +261,7 @@ class Registry:
             if revision is None:
                 revision = result.revision
             last_key = ""
+            scanned += len(result.items)
             with codec.paused_gc():
                 for kv in result.items:
                     last_key = kv.key
@@ -208,7 +282,7 @@ class Registry:
         if revision is not None and revision > self.storage.current_revision():
             revision = self.storage.current_revision()
         return ListPage(items, str(revision or self.storage.current_revision()), next_token,
-                        remaining if remaining else None)
+                        remaining if remaining else None, scanned=scanned)
 
     def _expired(self, res: Resource, prefix: str, start: str) -> errors.Gone:
         msg = "The provided continue parameter is too old to display a consistent list result. " \
@@ -695,6 +769,24 @@ class Registry:
             gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
             yield "ERROR", gone.to_status()
 
+    async def watch_lines(self, res: Resource, namespace: str, opts: ListOptions,
+                          deadline: float) -> AsyncIterator[bytes]:
+        """Open a watch for the API: an iterator of newline-delimited JSON events, ready to send.
+
+        Refusals that happen before the stream starts (429 while the cache initialises) raise;
+        those kube-apiserver reports inside the stream (410, 504) become one ERROR event.
+        """
+        cacher = self.cachers.get((res.group, res.resource))
+        if cacher is None:
+            return _storage_watch_lines(self.watch(res, namespace, opts))
+        sel = self.selection(res, opts)
+        filt = self._filter(res, namespace, sel)
+        try:
+            start = await cacher.watch(opts, filt, deadline)
+        except (errors.Gone, errors.ServerTimeout) as err:
+            return _one_line(cacher.encoder.error(err.to_status()))
+        return _cached_watch_lines(cacher, start)
+
     # ---------------------------------------------------------- bootstrap
 
     async def ensure_exists(self, res: Resource, namespace: str, obj: Obj) -> None:
@@ -711,6 +803,55 @@ class Registry:
 
     def resources(self) -> Iterable[Resource]:
         return self.table.resources
+
+
+WATCH_BATCH_BYTES = 256 * 1024  # initial events go out in writes of about this size
+
+
+async def _one_line(line: bytes) -> AsyncIterator[bytes]:
+    yield line
+
+
+async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]]) -> AsyncIterator[bytes]:
+    async with aclosing(events):  # type: ignore[type-var]
+        async for kind, obj in events:
+            yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            if kind == "ERROR":
+                return
+
+
+async def _cached_watch_lines(cacher: Cacher, start: WatchStart) -> AsyncIterator[bytes]:
+    """Initial events, the window catch-up, the end bookmark, then live lines; queued lines go in one write."""
+    w = start.watcher
+    enc = cacher.encoder
+    try:
+        batch: list[bytes] = []
+        size = 0
+        for entry in start.initial:
+            line = enc.line("ADDED", entry.data)
+            batch.append(line)
+            size += len(line)
+            if size >= WATCH_BATCH_BYTES:
+                yield b"".join(batch)
+                batch, size = [], 0
+        for ev in start.catch_up:
+            seen = transition(w.filter, ev)
+            if seen is not None:
+                batch.append(enc.event_line(ev, *seen))
+        if start.end_bookmark_rv is not None:
+            batch.append(enc.bookmark(start.end_bookmark_rv, initial_events_end=True))
+        if batch:
+            yield b"".join(batch)
+        async for line in w.receive:
+            lines = [line]
+            while True:
+                try:
+                    lines.append(w.receive.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+            yield b"".join(lines)
+    finally:
+        cacher.unregister(w)
 
 
 def _index_of(items: Any, key: str) -> int:

@@ -1,0 +1,437 @@
+"""The watch cache of one resource: reflector, state, event window, LIST and WATCH by rv.
+
+Fed by one storage watch. Serves LIST as kube-apiserver 1.34+ does (SEMANTICS
+§1.2): consistent reads from cache after a freshness check, rv=0 from the
+current state with any limit ignored, Exact and continue pages from a snapshot
+rewound through the event window, and tells the caller when only storage can
+answer. WATCH replays from the window and fans live events out to watchers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import trio
+
+from .. import codec, errors
+from .._fast import EventRing
+from ..listopts import ListOptions, decode_continue, encode_continue
+from ..metrics import Metrics
+from ..storage.base import Event, Storage
+from .store import CacheEvent, CacheStore, Entry, Snapshot
+from .watcher import Encoder, Filter, TimeBudget, Watcher, transition
+
+log = logging.getLogger("kapi.cacher")
+
+RELIST_PAGE = 10_000
+FRESHNESS_WAIT_S = 3.0  # consistent reads and "not older than" waits
+PROGRESS_INTERVAL_S = 0.1
+BOOKMARK_TICK_S = 1.0
+MakeEntry = Callable[[bytes, int], Entry]
+
+
+class Delegate(Exception):
+    """The request must be served from storage (the cache cannot answer it as asked)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class CacheList:
+    """A LIST answered from the cache: the items' JSON and the list metadata."""
+
+    items: list[bytes]
+    resource_version: int
+    continue_token: str = ""
+    remaining: int | None = None
+    scanned: int = 0
+    source: str = "cache"  # cache (current state) or snapshot
+    index: str = ""  # the field index used, if any
+
+
+@dataclass(eq=False)
+class WatchStart:
+    """What a new watch sends before its live events."""
+
+    watcher: Watcher
+    initial: Sequence[Entry]  # ADDED for each, in key order
+    catch_up: Sequence[CacheEvent]  # window events after the start rv
+    end_bookmark_rv: int | None  # send the initial-events-end bookmark at this rv
+
+
+@dataclass
+class CacheConfig:
+    capacity: int = 100
+    indexed_fields: tuple[str, ...] = ()
+
+
+class Cacher:
+    """Watch cache for one resource (one storage prefix)."""
+
+    def __init__(self, storage: Storage, prefix: str, make_entry: MakeEntry, encoder: Encoder, *,
+                 group: str, resource: str, metrics: Metrics, config: CacheConfig | None = None) -> None:
+        self.storage = storage
+        self.prefix = prefix
+        self.make_entry = make_entry
+        self.encoder = encoder
+        self.group = group
+        self.resource = resource
+        self.metrics = metrics
+        config = config or CacheConfig()
+        self.store = CacheStore(config.indexed_fields)
+        self.ring = EventRing(config.capacity, min_capacity=config.capacity, max_capacity=max(102_400,
+                                                                                             config.capacity))
+        self.rv = 0
+        self.ready = False
+        self._rv_changed = trio.Event()
+        self._watchers: set[Watcher] = set()
+        self._triggered: dict[tuple[str, str], set[Watcher]] = {}
+        self._budget = TimeBudget()
+        self._down_since = trio.current_time()
+        self._labels = {"group": group, "resource": resource}
+
+    # ----------------------------------------------------------- reflector
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """List, then watch; relist when the watch breaks or history was compacted."""
+        started = False
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._bookmark_loop)
+            while True:
+                try:
+                    revision = await self._relist()
+                    if not started:
+                        started = True
+                        task_status.started()
+                    async with self.storage.watch(self.prefix, revision) as events:
+                        async for ev in events:
+                            await self._process(ev)
+                except (errors.RevisionCompacted, errors.StorageUnavailable) as exc:
+                    log.info("watch cache %s: %s; relisting", self.resource, exc)
+                self._become_unready()
+                await trio.sleep(0.1)
+
+    async def _relist(self) -> int:
+        entries: list[Entry] = []
+        start: str | None = None
+        revision: int | None = None
+        while True:
+            page = await self.storage.list(self.prefix, revision=revision, start=start, limit=RELIST_PAGE)
+            revision = page.revision
+            with codec.paused_gc():
+                entries.extend(self.make_entry(kv.value, kv.revision) for kv in page.items)
+            if not page.more or not page.items:
+                break
+            start = page.items[-1].key + "\x00"
+        self.store.replace_all(entries)
+        self.ring.reset(revision)
+        self._set_rv(revision)
+        self.ready = True
+        self.metrics.watch_cache_initializations.labels(**self._labels).inc()
+        self.metrics.capacity.labels(**self._labels).set(self.ring.capacity)
+        return revision
+
+    def _become_unready(self) -> None:
+        """Re-initialisation ends every watcher (they resume from their last rv)."""
+        self.ready = False
+        self._down_since = trio.current_time()
+        for w in list(self._watchers):
+            self._drop(w)
+
+    def _set_rv(self, rv: int) -> None:
+        if rv > self.rv or not self.ready:
+            self.rv = rv
+            self.metrics.resource_version.labels(**self._labels).set(rv)
+            self._rv_changed.set()
+            self._rv_changed = trio.Event()
+
+    async def _process(self, ev: Event) -> None:
+        if ev.type == "PROGRESS":
+            self._set_rv(ev.revision)
+            return
+        if ev.type == "DELETED":
+            prev = self.store.delete(ev.key)
+            assert ev.prev_value is not None
+            entry = self.make_entry(ev.prev_value, ev.revision)
+            kind = "DELETED"
+        else:
+            assert ev.value is not None
+            entry = self.make_entry(ev.value, ev.revision)
+            prev = self.store.put(entry)
+            kind = "MODIFIED" if prev is not None else "ADDED"
+        cev = CacheEvent(kind, ev.key, ev.revision, entry, prev)
+        capacity = self.ring.capacity
+        self.ring.append(cev)
+        if self.ring.capacity != capacity:
+            self.metrics.capacity.labels(**self._labels).set(self.ring.capacity)
+        self.metrics.events_received.labels(**self._labels).inc()
+        self._set_rv(ev.revision)
+        await self._dispatch(cev)
+
+    # -------------------------------------------------------- freshness
+
+    def _not_ready(self) -> errors.TooManyRequests:
+        down = trio.current_time() - self._down_since
+        retry = int(min(30.0, max(1.0, math.exp(0.06 * down))))
+        return errors.TooManyRequests("storage is (re)initializing", retry_after_s=retry)
+
+    async def wait_for_rv(self, rv: int, timeout_s: float = FRESHNESS_WAIT_S) -> None:
+        """Wait until the cache has seen ``rv``; 504 ResourceVersionTooLarge after ``timeout_s``."""
+        if self.rv >= rv:
+            return
+        start = trio.current_time()
+        with trio.move_on_after(timeout_s):
+            while self.rv < rv:
+                self.storage.request_progress()
+                with trio.move_on_after(PROGRESS_INTERVAL_S):
+                    await self._rv_changed.wait()
+        self.metrics.read_wait.labels(**self._labels).observe(trio.current_time() - start)
+        if self.rv < rv:
+            raise errors.ServerTimeout(
+                f"Timeout: Too large resource version: {rv}, current: {self.rv}",
+                causes=[errors.Cause(reason="ResourceVersionTooLarge", message="Too large resource version")],
+                retry_after_s=1)
+
+    async def wait_fresh(self) -> bool:
+        """Consistent read: wait until the cache holds storage's current revision (KEP-2340)."""
+        target = self.storage.current_revision()
+        try:
+            await self.wait_for_rv(target)
+        except errors.ServerTimeout:
+            self.metrics.consistent_read.labels(**self._labels, success="false", fallback="true").inc()
+            return False
+        self.metrics.consistent_read.labels(**self._labels, success="true", fallback="false").inc()
+        return True
+
+    # -------------------------------------------------------------- LIST
+
+    async def list(self, opts: ListOptions, filt: Filter) -> CacheList:
+        """Serve a LIST by SEMANTICS §1.2 (1.34+); ``Delegate`` when storage must answer."""
+        if not self.ready:
+            if opts.limit > 0 and filt.everything:
+                raise Delegate("not-ready")
+            raise self._not_ready()
+        rv_text = opts.resource_version
+        limit = opts.limit
+        start = filt.key_prefix
+        if opts.continue_token:
+            token = decode_continue(opts.continue_token)
+            start = filt.key_prefix + token.start
+            if token.revision == -1:
+                if not await self.wait_fresh():
+                    raise Delegate("consistent-read-timeout")
+                return self._list_current(filt, start, limit)
+            return self._list_at(token.revision, filt, start, limit)
+        if rv_text == "":
+            if not await self.wait_fresh():
+                raise Delegate("consistent-read-timeout")
+            return self._list_current(filt, start, limit)
+        if rv_text == "0":
+            return self._list_current(filt, start, 0)
+        rv = int(rv_text)
+        match = opts.resource_version_match
+        if match == "Exact" or (not match and limit > 0):
+            await self.wait_for_rv(rv)
+            return self._list_at(rv, filt, start, limit)
+        await self.wait_for_rv(rv)
+        return self._list_current(filt, start, limit)
+
+    def _list_current(self, filt: Filter, start: str, limit: int) -> CacheList:
+        return self._collect(self.store, self.rv, filt, start, limit, "cache")
+
+    def _list_at(self, rv: int, filt: Filter, start: str, limit: int) -> CacheList:
+        if rv >= self.rv:
+            return self._collect(self.store, self.rv if rv > self.rv else rv, filt, start, limit, "cache")
+        if not self.ring.covers(rv):
+            raise Delegate("snapshot-not-retained")
+        snapshot = Snapshot.rewind(self.store, self.ring.events_after(rv))
+        return self._collect(snapshot, rv, filt, start, limit, "snapshot")
+
+    def _collect(self, view: CacheStore | Snapshot, rv: int, filt: Filter, start: str, limit: int,
+                 source: str) -> CacheList:
+        high = _prefix_end(filt.key_prefix)
+        hint = filt.index_hint(self.store.indexed_fields) if isinstance(view, CacheStore) else None
+        keys: Iterator[str]
+        if hint is not None:
+            indexed = view.indexed_keys(*hint)  # type: ignore[union-attr]
+            keys = iter([k for k in indexed or () if start <= k and (high is None or k < high)])
+        else:
+            keys = view.keys_from(start, high)
+        items: list[bytes] = []
+        scanned = 0
+        last_key = ""
+        more = False
+        everything = filt.everything
+        for key in keys:
+            entry = view.get(key)
+            if entry is None:
+                continue
+            if limit and len(items) == limit:
+                more = True
+                break
+            scanned += 1
+            last_key = key
+            if everything or filt.matches(entry):
+                items.append(entry.data)
+        result = CacheList(items, rv, scanned=scanned, source=source, index=hint[0] if hint else "")
+        if more:
+            result.continue_token = encode_continue(rv, last_key + "\x00", filt.key_prefix)
+            if everything:
+                result.remaining = sum(1 for _ in view.keys_from(last_key + "\x00", high)) \
+                    if isinstance(view, Snapshot) else view.count_range(last_key + "\x00", high)
+        labels = dict(self._labels, index=result.index, source=source)
+        self.metrics.cache_list_total.labels(**labels).inc()
+        self.metrics.cache_list_fetched.labels(**labels).inc(scanned)
+        self.metrics.cache_list_returned.labels(**self._labels, source=source).inc(len(items))
+        return result
+
+    def get(self, key: str) -> Entry | None:
+        return self.store.get(key)
+
+    # ------------------------------------------------------------- WATCH
+
+    async def watch(self, opts: ListOptions, filt: Filter, deadline: float) -> WatchStart:
+        """Register a watcher as SEMANTICS §2.1 says; the returned start is sent before live events."""
+        if not self.ready:
+            raise self._not_ready()
+        rv_text = opts.resource_version
+        sie = opts.send_initial_events
+        if sie:
+            if rv_text == "":
+                if not await self.wait_fresh():
+                    raise errors.ServerTimeout(
+                        f"Timeout: Too large resource version: {self.storage.current_revision()}, "
+                        f"current: {self.rv}",
+                        causes=[errors.Cause(reason="ResourceVersionTooLarge",
+                                             message="Too large resource version")], retry_after_s=1)
+            elif rv_text != "0":
+                await self.wait_for_rv(int(rv_text))
+            return self._register(filt, deadline, opts, initial=True, start_rv=self.rv,
+                                  end_bookmark=opts.allow_watch_bookmarks)
+        if rv_text in ("", "0") and sie is None:
+            return self._register(filt, deadline, opts, initial=True, start_rv=self.rv, end_bookmark=False)
+        if rv_text == "":
+            return self._register(filt, deadline, opts, initial=False,
+                                  start_rv=max(self.storage.current_revision(), 0), end_bookmark=False)
+        if rv_text == "0":
+            return self._register(filt, deadline, opts, initial=False, start_rv=self.rv, end_bookmark=False)
+        return self._register(filt, deadline, opts, initial=False, start_rv=int(rv_text), end_bookmark=False)
+
+    def _register(self, filt: Filter, deadline: float, opts: ListOptions, *, initial: bool, start_rv: int,
+                  end_bookmark: bool) -> WatchStart:
+        """Synchronous: the initial state, the window catch-up and live dispatch join without a gap."""
+        if initial:
+            entries = [e for e in (self.store.get(k) for k in self.store.keys_from(
+                filt.key_prefix, _prefix_end(filt.key_prefix))) if e is not None and filt.matches(e)]
+            catch_up: Sequence[CacheEvent] = ()
+            start_rv = self.rv
+        else:
+            entries = []
+            if start_rv <= self.rv:
+                catch_up = self.ring.events_after(start_rv)  # 410 Gone when too old
+            else:
+                catch_up = ()
+        hint = filt.index_hint(self.store.indexed_fields)
+        capacity = 10 if hint is not None else (1000 if filt.field is not None else 100)
+        if initial:
+            capacity = max(capacity, 1000)
+        # Live events are those after the cache's rv now (or after a future rv asked for).
+        watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint)
+        self._watchers.add(watcher)
+        if hint is not None:
+            self._triggered.setdefault(hint, set()).add(watcher)
+        self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.encoder.kind).inc()
+        return WatchStart(watcher, entries, catch_up, start_rv if end_bookmark else None)
+
+    def unregister(self, watcher: Watcher) -> None:
+        if watcher in self._watchers:
+            self._watchers.discard(watcher)
+            if watcher.trigger is not None:
+                group = self._triggered.get(watcher.trigger)
+                if group is not None:
+                    group.discard(watcher)
+                    if not group:
+                        del self._triggered[watcher.trigger]
+            self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.encoder.kind).dec()
+        watcher.close()
+
+    def _drop(self, watcher: Watcher) -> None:
+        self.unregister(watcher)
+
+    def _interested(self, ev: CacheEvent) -> Iterator[Watcher]:
+        """Watchers that may care: untriggered ones, and those whose trigger value the event touches."""
+        triggered = self._triggered
+        for w in self._watchers:
+            if w.trigger is None:
+                yield w
+        if triggered:
+            seen: set[tuple[str, str]] = set()
+            for e in (ev.entry, ev.prev):
+                if e is None:
+                    continue
+                for fname in self.store.indexed_fields:
+                    value = e.fields.get(fname)
+                    if value is None or (fname, value) in seen:
+                        continue
+                    seen.add((fname, value))
+                    yield from triggered.get((fname, value), ())
+
+    async def _dispatch(self, ev: CacheEvent) -> None:
+        """Hand the event to each interested watcher without waiting; slow ones share a time budget."""
+        blocked: list[tuple[Watcher, bytes]] = []
+        for w in list(self._interested(ev)):
+            if w.closed or ev.revision <= w.min_revision:
+                continue
+            seen = transition(w.filter, ev)
+            if seen is None:
+                continue
+            line = self.encoder.event_line(ev, *seen)
+            if not w.offer(line):
+                blocked.append((w, line))
+        if not blocked:
+            return
+        budget = self._budget.take()
+        start = trio.current_time()
+        for w, line in blocked:
+            remaining = budget - (trio.current_time() - start)
+            sent = False
+            if remaining > 0:
+                with trio.move_on_after(remaining):
+                    try:
+                        await w.send.send(line)
+                        sent = True
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        sent = True
+            if not sent:
+                # Too slow: the client sees the stream end and resumes from its last rv.
+                self.metrics.terminated_watchers.labels(**self._labels).inc()
+                self._drop(w)
+        self._budget.give_back(budget - (trio.current_time() - start))
+
+    async def _bookmark_loop(self) -> None:
+        """About once a second (jittered), send each due watcher a bookmark at the cache's rv."""
+        while True:
+            await trio.sleep(BOOKMARK_TICK_S * random.uniform(0.75, 1.25))
+            if not self.ready:
+                continue
+            now = trio.current_time()
+            line = None
+            for w in list(self._watchers):
+                if w.bookmark_due(now) and self.rv >= w.min_revision:
+                    line = line or self.encoder.bookmark(self.rv)
+                    w.offer(line)  # dropped when full, as kube-apiserver does
+                    w.bookmark_sent(now)
+
+
+def _prefix_end(prefix: str) -> str | None:
+    """The first key after every key that starts with ``prefix``."""
+    if not prefix:
+        return None
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
