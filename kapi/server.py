@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import time
@@ -149,6 +150,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
         if config.watch_cache:
             for cacher in make_cachers(config, registry):
                 await services.start(cacher.run)
+            # What the caches loaded stays: keep it out of every later collection.
+            gc.freeze()
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await _bootstrap(registry, namespaces)
         await services.start(namespaces.run)

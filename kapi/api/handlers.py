@@ -330,18 +330,36 @@ class Handlers:
                                                             f"metadata.name={info.name}"]))
         query["watch"] = "true"
         opts = parse_list_options(query)
-        negotiate.choose_output(ctx.header("accept"), allow_as=())
+        out = negotiate.choose_output(ctx.header("accept"), allow_as=("Table",),
+                                      include_object=ctx.query.get("includeObject", ""))
         timeout = opts.timeout_seconds
         if timeout is None or timeout <= 0:
             timeout = int(self.min_request_timeout_s * (1 + random.random()))
         deadline = trio.current_time() + timeout
         lines = await self.registry.watch_lines(res, info.namespace, opts, deadline)
+        if out.as_kind == "Table":
+            lines = _as_tables(lines, res, out)
         return Response(200, b"", JSON, stream=_until(lines, deadline))
 
 
 async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:
     for chunk in chunks:
         yield chunk
+
+
+async def _as_tables(lines: AsyncIterator[bytes], res: Resource, out: Output) -> AsyncIterator[bytes]:
+    """Watch events whose objects are one-row Tables, for ``kubectl get -w``."""
+    async with aclosing(lines):  # type: ignore[type-var]
+        async for chunk in lines:
+            converted = []
+            for line in chunk.splitlines():
+                event = orjson.loads(line)
+                if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    event["object"] = build_object_table(res.resource, res.group, event["object"], time.time(),
+                                                         include_object=out.include_object,
+                                                         table_version=out.as_version)
+                converted.append(orjson.dumps(event) + b"\n")
+            yield b"".join(converted)
 
 
 async def _until(lines: AsyncIterator[bytes], deadline: float) -> AsyncIterator[bytes]:

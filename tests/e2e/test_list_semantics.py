@@ -247,7 +247,7 @@ def test_label_selector_grammar(server: Server, ns: str, selector: str, expected
     assert names(body) == expected
 
 
-@pytest.mark.parametrize("selector", ["env in (", "env in ()", "=x", "env notin prod", "a b", "env=(x)"])
+@pytest.mark.parametrize("selector", ["env in (", "env in (a", "=x", "env notin prod", "a b", "env=(x)"])
 def test_malformed_label_selector_is_400(server: Server, ns: str, selector: str) -> None:
     status, _, body = get(server, f"/api/v1/namespaces/{ns}/configmaps?labelSelector={q(selector)}")
     assert status == 400, body
@@ -266,12 +266,12 @@ def test_costly_list_carries_a_warning(tmp_path: Path) -> None:
         status, headers, body = srv.request("GET", f"/api/v1/namespaces/{ns}/configmaps?labelSelector=find%3Dme")
         assert status == 200
         assert [i["metadata"]["name"] for i in json.loads(body)["items"]] == ["needle"]
-        warning = headers.get("Warning", "")
+        warning = {k.lower(): v for k, v in headers.items()}.get("warning", "")
         assert warning.startswith("299 "), headers
         assert re.search(r"\d{4}", warning), warning  # says how many objects were scanned
         # A cheap list says nothing.
         status, headers, _ = srv.request("GET", f"/api/v1/namespaces/{ns}/configmaps/needle")
-        assert status == 200 and "Warning" not in headers
+        assert status == 200 and "warning" not in {k.lower() for k in headers}
     finally:
         stop_server(srv)
 
