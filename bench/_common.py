@@ -34,6 +34,8 @@ NAME_PLACEHOLDER = b"@NAME@"
 # The bare server answers with bodies of about the size of a small ConfigMap.
 BARE_GET_BODY = (b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bench-get","namespace":"default",'
                  b'"resourceVersion":"1"},"data":{"key":"value"}}')
+BARE_LIST_PATH = "/bench-list"  # with --list-bytes: a large pre-built list body, as a LIST of many pods
+BARE_LIST_CHUNK = 1 << 20  # sent in chunks of this size, as kapi sends list bodies
 BARE_CREATED_BODY = (b'{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"created","namespace":"default",'
                      b'"resourceVersion":"2"},"data":{"key":"value"}}')
 
@@ -71,6 +73,14 @@ class Server:
     def cpu_seconds(self) -> float:
         """User plus system CPU time the server process has used so far."""
         return process_cpu_seconds(self.proc.pid)
+
+
+def process_rss_bytes(pid: int) -> int:
+    """Resident set size of one process (VmRSS), from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -151,14 +161,18 @@ def start_kapi(data_dir: Path, *flags: str, timeout_s: float = 300.0) -> Server:
     return Server(proc, url, data_dir / "pki" / "ca.crt", holder["cfg"]["users"][0]["user"]["token"], log, ready_s)
 
 
-def start_bare(certfile: Path, keyfile: Path, ca_file: Path, work_dir: Path, timeout_s: float = 60.0) -> Server:
-    """Start the bare hypercorn baseline in its own process, with the given certificate and key."""
+def start_bare(certfile: Path, keyfile: Path, ca_file: Path, work_dir: Path, timeout_s: float = 60.0,
+               list_bytes: int = 0) -> Server:
+    """Start the bare hypercorn baseline in its own process, with the given certificate and key.
+
+    With ``list_bytes``, GET ``BARE_LIST_PATH`` answers a pre-built JSON body of that size.
+    """
     work_dir.mkdir(parents=True, exist_ok=True)
     url_file = work_dir / "url"
     url_file.unlink(missing_ok=True)
     log = work_dir / "bare.log"
     cmd = [sys.executable, str(Path(__file__).resolve()), "bare", "--certfile", str(certfile),
-           "--keyfile", str(keyfile), "--url-file", str(url_file)]
+           "--keyfile", str(keyfile), "--url-file", str(url_file), "--list-bytes", str(list_bytes)]
     with open(log, "wb") as out:
         started = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
@@ -216,7 +230,38 @@ async def bare_app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[s
     await send({"type": "http.response.body", "body": body})
 
 
-async def _serve_bare(certfile: str, keyfile: str, url_file: str) -> None:
+def big_body(size: int) -> list[bytes]:
+    """A JSON list body of exactly ``size`` bytes (pods from the fixture), cut into chunks of about a megabyte."""
+    item = json.dumps(json.loads((REPO / "tests" / "fixtures" / "pod.json").read_text()),
+                      separators=(",", ":")).encode()
+    head, tail = b'{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[', b"]}"
+    room = max(0, size - len(head) - len(tail))
+    items = b",".join([item] * (room // (len(item) + 1) + 1))[:room]
+    body = head + items + tail
+    return [body[i:i + BARE_LIST_CHUNK] for i in range(0, len(body), BARE_LIST_CHUNK)]
+
+
+def make_bare_list_app(chunks: list[bytes]) -> Callable[..., Awaitable[None]]:
+    """``bare_app``, plus GET ``BARE_LIST_PATH`` streaming ``chunks`` as kapi streams a large LIST."""
+    async def app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
+                  send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if scope["type"] != "http" or scope["path"] != BARE_LIST_PATH:
+            await bare_app(scope, receive, send)
+            return
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        # No content-length: chunked, as kapi sends its list bodies.
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        for chunk in chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    return app
+
+
+async def _serve_bare(certfile: str, keyfile: str, url_file: str, list_bytes: int = 0) -> None:
     """Serve ``bare_app`` with the HTTP settings kapi uses, until SIGTERM/SIGINT."""
     import trio
     from hypercorn.config import Config as HypercornConfig
@@ -239,7 +284,8 @@ async def _serve_bare(certfile: str, keyfile: str, url_file: str) -> None:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(on_signal)
-        binds = await nursery.start(partial(serve, bare_app, conf, shutdown_trigger=stopping.wait))
+        app = make_bare_list_app(big_body(list_bytes)) if list_bytes else bare_app
+        binds = await nursery.start(partial(serve, app, conf, shutdown_trigger=stopping.wait))
         tmp = Path(url_file + ".tmp")
         tmp.write_text(binds[0])
         tmp.rename(url_file)  # atomic: the parent never reads half a URL
@@ -493,10 +539,11 @@ def main(argv: list[str] | None = None) -> int:
     bare.add_argument("--certfile", required=True)
     bare.add_argument("--keyfile", required=True)
     bare.add_argument("--url-file", required=True, help="the bound https URL is written here once listening")
+    bare.add_argument("--list-bytes", type=int, default=0, help=f"serve a JSON body of this size at {BARE_LIST_PATH}")
     args = parser.parse_args(argv)
     import trio
 
-    trio.run(_serve_bare, args.certfile, args.keyfile, args.url_file)
+    trio.run(_serve_bare, args.certfile, args.keyfile, args.url_file, args.list_bytes)
     return 0
 
 

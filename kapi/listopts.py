@@ -46,11 +46,19 @@ def decode_continue(token: str) -> ContinueToken:
         raise errors.BadRequest("continue key is not valid: incorrect encoded start resourceVersion "
                                 "(version meta.k8s.io/v1)")
     if not isinstance(start, str) or not start:
-        raise errors.BadRequest("continue key is not valid: encoded start key empty")
-    # As kube-apiserver: the start key must already be a clean path (path.Clean leaves it unchanged).
-    if posixpath.normpath(start) != start:
+        raise errors.BadRequest("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
+    # As kube-apiserver, against path traversal: "/"+key must already be clean, so the key can
+    # never range over anything less specific than the list's prefix.
+    rooted = start if start.startswith("/") else "/" + start
+    if _clean(rooted) != rooted:
         raise errors.BadRequest(f"continue key is not valid: {start}")
-    return ContinueToken(revision=rv, start=start)
+    return ContinueToken(revision=rv, start=rooted[1:])
+
+
+def _clean(path: str) -> str:
+    """Go's path.Clean for a rooted path (Python's normpath keeps a leading "//")."""
+    cleaned = posixpath.normpath(path)
+    return "/" + cleaned.lstrip("/") if cleaned.startswith("//") else cleaned
 
 
 @dataclass(frozen=True, slots=True)

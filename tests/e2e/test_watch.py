@@ -207,9 +207,12 @@ class RawWatch:
 
 def raw_watch(server: Server, path: str) -> RawWatch:
     """Open a watch, check the 200, start reading."""
-    w = RawWatch(server, path).start()
-    assert w.status == 200, f"watch {path} answered {w.status}"
-    return w
+    w = RawWatch(server, path)
+    if w.status != 200:
+        body = w.response.read()
+        w.close()
+        raise AssertionError(f"watch {path} answered {w.status}: {body[:500]!r}")
+    return w.start()
 
 
 class Proc:

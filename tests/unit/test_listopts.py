@@ -25,6 +25,7 @@ def test_continue_token_format_matches_kube_apiserver() -> None:
     base64.urlsafe_b64encode(b'{"v":"other","rv":1,"start":"a"}').decode(),
     base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","rv":0,"start":"a"}').decode(),
     base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","rv":5,"start":""}').decode(),
+    base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","rv":5,"start":"../../secrets/x"}').decode(),
     base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","rv":5,"start":"default/./x"}').decode(),
 ])
 def test_tampered_tokens_are_400(token: str) -> None:
