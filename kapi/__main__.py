@@ -57,6 +57,13 @@ def _sizes(text: str) -> dict[str, int]:
     return out
 
 
+def _index(item: str) -> tuple[str, tuple[str, ...]]:
+    resource, sep, fields = item.partition("=")
+    if not sep or not resource.strip():
+        raise argparse.ArgumentTypeError(f"invalid watch cache index {item!r} (want resource=field[,field])")
+    return resource.strip(), tuple(f.strip() for f in fields.split(",") if f.strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kapi", description="A Kubernetes API server in Python.")
     parser.add_argument("--version", action="version", version=f"kapi {__version__} (Kubernetes v1.33 API)")
@@ -74,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="initial watch cache event window per resource")
     s.add_argument("--watch-cache-sizes", type=_sizes, default={},
                    help="per-resource watch cache sizes, resource#size,...")
+    s.add_argument("--watch-cache", type=_bool, default=d.watch_cache,
+                   help="serve lists and watches from an in-memory cache per resource")
+    s.add_argument("--watch-cache-index", type=_index, action="append", default=None,
+                   metavar="RESOURCE=FIELD[,FIELD]",
+                   help="fields indexed in a resource's watch cache (repeatable; default pods=spec.nodeName)")
     s.add_argument("--max-requests-inflight", type=int, default=d.max_requests_inflight)
     s.add_argument("--max-mutating-requests-inflight", type=int, default=d.max_mutating_requests_inflight)
     s.add_argument("--authorization-mode", default=",".join(d.authorization_mode),
@@ -103,6 +115,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
         group_commit=args.group_commit,
         default_watch_cache_size=args.default_watch_cache_size,
         watch_cache_sizes=args.watch_cache_sizes,
+        watch_cache=args.watch_cache,
+        watch_cache_indexes=dict(args.watch_cache_index) if args.watch_cache_index is not None
+        else Config().watch_cache_indexes,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
         authorization_mode=tuple(m.strip() for m in args.authorization_mode.split(",") if m.strip()),

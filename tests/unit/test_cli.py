@@ -25,9 +25,18 @@ def test_flags_to_config() -> None:
         "serve", "--data-dir", "/tmp/x", "--secure-port", "0", "--storage-backend", "memory",
         "--authorization-mode", "AlwaysAllow,AlwaysDeny", "--anonymous-auth", "false",
         "--min-request-timeout", "30m", "--shutdown-delay-duration", "2s", "--watch-cache-sizes", "pods#1000",
-        "--group-commit", "false"])
+        "--group-commit", "false", "--watch-cache-index", "pods=spec.nodeName,status.phase",
+        "--watch-cache-index", "events=involvedObject.name", "--watch-cache", "false"])
     cfg = config_from_args(args)
     assert cfg.data_dir == "/tmp/x" and cfg.secure_port == 0 and cfg.storage_backend == "memory"
     assert cfg.authorization_mode == ("AlwaysAllow", "AlwaysDeny") and not cfg.anonymous_auth
     assert cfg.min_request_timeout_s == 1800 and cfg.shutdown_delay_s == 2
     assert cfg.watch_cache_sizes == {"pods": 1000} and not cfg.group_commit
+    assert cfg.watch_cache_indexes == {"pods": ("spec.nodeName", "status.phase"),
+                                       "events": ("involvedObject.name",)}
+    assert not cfg.watch_cache
+
+
+def test_default_index_is_pods_by_node() -> None:
+    cfg = config_from_args(build_parser().parse_args(["serve"]))
+    assert cfg.watch_cache_indexes == {"pods": ("spec.nodeName",)} and cfg.watch_cache
