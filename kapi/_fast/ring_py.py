@@ -107,7 +107,7 @@ class EventRing:
         """Events with revision > ``revision``, oldest first; 410 Gone if the window no longer reaches it."""
         oldest = self.oldest_known
         if revision < oldest:
-            raise Gone(f"too old resource version: {revision} ({oldest + 1})")
+            raise Gone(f"too old resource version: {revision} ({oldest})")
         n = self._end - self._start
         lo, hi = 0, n
         while lo < hi:  # first event with revision > revision

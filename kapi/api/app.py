@@ -265,7 +265,14 @@ async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: 
     if resp.stream is None:
         headers.append((b"content-length", str(len(resp.body)).encode()))
     headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
-    await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+    try:
+        await send({"type": "http.response.start", "status": resp.status, "headers": headers})
+    except BaseException:
+        aclose = getattr(resp.stream, "aclose", None)
+        if aclose is not None:
+            with trio.CancelScope(shield=True):
+                await aclose()
+        raise
     if resp.stream is None:
         body = resp.body if scope.get("method") != "HEAD" else b""
         await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -227,6 +227,7 @@ class Cacher:
                 if not await self.wait_fresh():
                     raise Delegate("consistent-read-timeout")
                 return self._list_current(filt, start, limit)
+            await self.wait_for_rv(token.revision)  # a page-one from storage may be ahead of the cache
             return self._list_at(token.revision, filt, start, limit)
         if rv_text == "":
             if not await self.wait_fresh():
@@ -338,9 +339,10 @@ class Cacher:
             else:
                 catch_up = ()
         hint = filt.index_hint(self.store.indexed_fields)
-        capacity = 10 if hint is not None else (1000 if filt.field is not None else 100)
-        if initial:
-            capacity = max(capacity, 1000)
+        # kube-apiserver's suggestedWatchChannelSize: about a second of history, within bounds set by
+        # whether the resource has an index and this watcher uses it as its trigger.
+        upper = 10 if hint is not None else (1000 if self.store.indexed_fields else 100)
+        capacity = min(max(math.ceil(self.ring.capacity / 75.0), 10), upper)
         # Live events are those after the cache's rv now (or after a future rv asked for).
         watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint)
         self._watchers.add(watcher)

@@ -247,7 +247,7 @@ class Registry:
                 revision = rv
             elif rv > current:
                 raise too_large_rv(rv, current)
-        limit = opts.limit if opts.limit > 0 and opts.resource_version != "0" else 0
+        limit = opts.limit if opts.limit > 0 else 0  # storage honours limit, even with rv=0
         items: list[Obj] = []
         remaining: int | None = None
         next_token = ""
@@ -720,7 +720,7 @@ class Registry:
         page = await self.list(res, namespace, ListOptions(label_selector=list_opts.label_selector,
                                                             field_selector=list_opts.field_selector))
         deleted = []
-        for obj in page.items:
+        for obj in page.objects():
             md = obj["metadata"]
             try:
                 result = await self.delete(res, md.get("namespace", ""), md["name"], opts)
@@ -785,7 +785,7 @@ class Registry:
             start = await cacher.watch(opts, filt, deadline)
         except (errors.Gone, errors.ServerTimeout) as err:
             return _one_line(cacher.encoder.error(err.to_status()))
-        return _cached_watch_lines(cacher, start)
+        return _CachedWatchLines(cacher, start)
 
     # ---------------------------------------------------------- bootstrap
 
@@ -818,6 +818,27 @@ async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]]) -> AsyncI
             yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
             if kind == "ERROR":
                 return
+
+
+class _CachedWatchLines:
+    """A cached watch's lines; closing it unregisters the watcher even if it was never read."""
+
+    def __init__(self, cacher: Cacher, start: WatchStart) -> None:
+        self._cacher = cacher
+        self._watcher = start.watcher
+        self._lines = _cached_watch_lines(cacher, start)
+
+    def __aiter__(self) -> _CachedWatchLines:
+        return self
+
+    async def __anext__(self) -> bytes:
+        return await self._lines.__anext__()
+
+    async def aclose(self) -> None:
+        try:
+            await self._lines.aclose()
+        finally:
+            self._cacher.unregister(self._watcher)
 
 
 async def _cached_watch_lines(cacher: Cacher, start: WatchStart) -> AsyncIterator[bytes]:

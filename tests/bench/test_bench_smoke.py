@@ -55,3 +55,21 @@ def test_bench_startup_quick(tmp_path: Path) -> None:
         assert result[case]["median_s"] > 0
     assert result["import_s"] > 0
     assert result["first_list"]["items"] == 300
+
+
+def test_bench_cache_quick(tmp_path: Path) -> None:
+    result = run_bench("bench_cache.py", tmp_path / "cache.json", "--pods", "200", "--watchers", "20",
+                       "--node-watchers", "40", "--few-node-watchers", "10", "--node-updates", "20",
+                       "--watch-seconds", "0.5", "--list-repeat", "1", "--selector-repeat", "20",
+                       "--dir", str(tmp_path))
+    assert result["load"]["pods"] == 200
+    lists = result["list"]
+    assert lists["everything"]["items"] == 200 and lists["everything"]["ratio"] > 0
+    assert lists["indexed"]["items"] >= 1 and lists["unindexed"]["items"] == 0
+    assert lists["label"]["items"] == 10  # tier=gold on every 20th pod
+    fan_out = result["fan_out"]
+    assert fan_out["watchers"] == 20 and fan_out["deliveries"] == fan_out["expected_deliveries"] > 0
+    nodes = result["node_watchers"]
+    assert [nodes[k]["watchers"] for k in ("0", "10", "40")] == [0, 10, 40]
+    assert nodes["10"]["deliveries"] == nodes["40"]["deliveries"] == 20
+    assert result["startup"]["ready_s"] > 0 and result["memory"]["json_bytes"] > 0

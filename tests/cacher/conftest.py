@@ -9,7 +9,7 @@ import orjson
 import pytest
 import trio
 
-from kapi import codec, errors
+from kapi import codec
 from kapi.cacher.cache import Cacher
 from kapi.metrics import Metrics
 from kapi.registry.resources import Resource, ResourceTable
@@ -114,5 +114,3 @@ async def env(make_env: MakeEnv) -> Env:
     """A started pods cacher (capacity 100, indexed on spec.nodeName) over an empty memory backend."""
     return await make_env()
 
-
-__all__ = ["Env", "MakeEnv", "line_objects", "names", "errors"]
