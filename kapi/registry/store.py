@@ -8,6 +8,7 @@ status and scale subresources; and it turns ``StorageError`` into API errors.
 from __future__ import annotations
 
 import copy
+import sys
 from contextlib import aclosing
 import ipaddress
 import random
@@ -38,6 +39,7 @@ Mutate = Callable[[Obj], Obj]
 
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_DECODE_CHUNK = 500
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 _GUARANTEED_UPDATE_TRIES = 16
 _PAGE_CAP = 10_000
@@ -195,11 +197,15 @@ class Registry:
         def make_entry(value: bytes, revision: int) -> Entry:
             obj = self._decode(res, KeyValue("", value, revision, 0))
             md = obj["metadata"]
-            data = orjson.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})
+            # orjson's buffer is larger than its output: keep an exact copy, the cache holds it long.
+            data = bytes(memoryview(orjson.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})))
             ns = md.get("namespace", "")
             key = self.key(res, ns, md.get("name", ""))
-            return Entry(key, ns, md.get("name", ""), revision, md.get("labels") or {},
-                         field_values(res.kind, obj, res.namespaced), data)
+            # Label and field values repeat across objects (app names, node names, phases): share them.
+            labels = {sys.intern(k): sys.intern(v) for k, v in (md.get("labels") or {}).items()}
+            fields = {k: v if k == "metadata.name" else sys.intern(v)
+                      for k, v in field_values(res.kind, obj, res.namespaced).items()}
+            return Entry(key, ns, md.get("name", ""), revision, labels, fields, data)
 
         cacher = Cacher(self.storage, self.prefix(res, ""), make_entry, Encoder(res.kind, res.group_version),
                         group=res.group, resource=res.resource, metrics=self.metrics,
@@ -740,11 +746,13 @@ class Registry:
         prefix = self.prefix(res, namespace)
         if opts.resource_version in ("", "0"):
             page = await self.storage.list(prefix)
-            with codec.paused_gc():
-                initial = [obj for obj in (self._decode(res, kv) for kv in page.items)
-                           if sel.everything or self.matches(res, sel, obj)]
-            for obj in initial:
-                yield "ADDED", obj
+            for first in range(0, len(page.items), _DECODE_CHUNK):
+                # Decoded a chunk at a time: a controller watching everything never holds it all at once.
+                with codec.paused_gc():
+                    chunk = [obj for obj in (self._decode(res, kv) for kv in page.items[first:first + _DECODE_CHUNK])
+                             if sel.everything or self.matches(res, sel, obj)]
+                for obj in chunk:
+                    yield "ADDED", obj
             from_rev = page.revision
         else:
             from_rev = int(opts.resource_version)
