@@ -21,6 +21,7 @@ from .api.openapi import OpenAPIDocuments
 from .auth.authn import Authenticator, User, read_token_file
 from .auth.authz import Authorizer
 from .cacher.cache import Cacher
+from .codec import release_free_memory
 from .config import Config
 from .controllers import GarbageCollector, NamespaceController
 from .https import serve_https
@@ -150,8 +151,11 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
         if config.watch_cache:
             for cacher in make_cachers(config, registry):
                 await services.start(cacher.run)
-            # What the caches loaded stays: keep it out of every later collection.
+            # What the caches loaded stays: keep it out of every later collection, and give
+            # back what decoding it left free.
+            gc.collect()
             gc.freeze()
+            release_free_memory()
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await _bootstrap(registry, namespaces)
         await services.start(namespaces.run)
