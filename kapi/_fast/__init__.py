@@ -29,4 +29,15 @@ else:
             raise
         from .listenc_py import encode_list_chunks
 
-__all__ = ["USING_EXTENSIONS", "EventRing", "encode_list_chunks"]
+# The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
+if TYPE_CHECKING or not _want_c:
+    from . import protowire_py as protowire
+else:
+    try:
+        from . import protowire_c as protowire  # type: ignore[no-redef]
+    except ImportError:
+        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
+            raise
+        from . import protowire_py as protowire
+
+__all__ = ["USING_EXTENSIONS", "EventRing", "encode_list_chunks", "protowire"]
