@@ -103,16 +103,50 @@ def _json_equal(a: Any, b: Any) -> bool:
 _INDEX_RE = re.compile(r"[+-]?[0-9]+")
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class PathElement:
+class PathElement(str):
     """One step of a field path: ``f:<name>``, ``k:{keys}``, ``v:<value>`` or ``i:<index>``.
 
-    Elements sort as structured-merge-diff sorts them (fields, keys, values, indices), and
-    ``text`` is their canonical FieldsV1 spelling.
+    The element is its canonical FieldsV1 spelling (a ``str``: paths are tuples of these,
+    hashed and compared very often, and a string does both in C with a cached hash).
+    Elements sort as structured-merge-diff sorts them: fields, keys, values, indices.
     """
 
-    order: tuple[Any, ...] = dataclass_field(repr=False)
-    text: str
+    order: tuple[Any, ...]
+
+    def __new__(cls, order: tuple[Any, ...], text: str) -> PathElement:
+        pe = super().__new__(cls, text)
+        pe.order = order
+        return pe
+
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"PathElement({str.__repr__(self)})"
+
+    def __lt__(self, other: str) -> bool:
+        if not isinstance(other, PathElement):
+            return NotImplemented
+        return (self.order, self.text) < (other.order, other.text)
+
+    def __le__(self, other: str) -> bool:
+        if not isinstance(other, PathElement):
+            return NotImplemented
+        return (self.order, self.text) <= (other.order, other.text)
+
+    def __gt__(self, other: str) -> bool:
+        if not isinstance(other, PathElement):
+            return NotImplemented
+        return (self.order, self.text) > (other.order, other.text)
+
+    def __ge__(self, other: str) -> bool:
+        if not isinstance(other, PathElement):
+            return NotImplemented
+        return (self.order, self.text) >= (other.order, other.text)
+
+    __hash__ = str.__hash__
+    __eq__ = str.__eq__  # type: ignore[assignment]
 
     @classmethod
     def of_field(cls, name: str) -> PathElement:
