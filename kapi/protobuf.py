@@ -195,11 +195,23 @@ def format_duration(nanos: int) -> str:
 
 
 class Codec:
-    """Compiled message plans over one wire twin (the chosen one unless given)."""
+    """Compiled message plans over one wire twin (the chosen one unless given).
 
-    def __init__(self, wire: ModuleType | None = None, messages: Mapping[str, ProtoMessage] | None = None) -> None:
+    ``omit_empty_strings`` makes decoding leave out ``""`` of single string fields, as
+    Go's JSON of the decoded struct would (nearly all are non-pointer ``omitempty``);
+    encoding is the same either way.
+    """
+
+    def __init__(
+        self,
+        wire: ModuleType | None = None,
+        messages: Mapping[str, ProtoMessage] | None = None,
+        *,
+        omit_empty_strings: bool = False,
+    ) -> None:
         self.wire: ModuleType = wire if wire is not None else _fast.protowire
         self.messages = messages if messages is not None else load_proto_messages()
+        self.omit_empty_strings = omit_empty_strings
         self._plans: dict[str, Any] = {}
 
     def plan(self, name: str) -> Any:
@@ -207,7 +219,7 @@ class Codec:
         plan = self._plans.get(name)
         if plan is None:
             msg = self.messages[name]
-            plan = self._plans[name] = self.wire.MessagePlan(name)
+            plan = self._plans[name] = self.wire.MessagePlan(name, self.omit_empty_strings)
             plan.set_fields([s for key, pf in msg.fields.items() if (s := self._spec(msg, key, pf)) is not None])
         return plan
 
@@ -328,8 +340,13 @@ class Codec:
 
 @functools.cache
 def default_codec() -> Codec:
-    """The codec over the chosen wire twin and the built-in messages (built once)."""
-    return Codec()
+    """The codec over the chosen wire twin and the built-in messages (built once).
+
+    It decodes without the ``""`` strings Go's non-pointer fields always put on the wire
+    (kubectl sends ``generateName: ""``, ``uid: ""``...), so request bodies read as the
+    JSON kube-apiserver would show.
+    """
+    return Codec(omit_empty_strings=True)
 
 
 # ------------------------------------------------------------------ objects

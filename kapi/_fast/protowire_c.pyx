@@ -452,12 +452,15 @@ cdef class MessagePlan:
     """The compiled field table of one message; fields are set after creation (plans recurse)."""
 
     cdef public str name
+    cdef public bint omit_empty_strings
     cdef tuple _fields
     cdef list _by_number
     cdef Py_ssize_t _max
 
-    def __init__(self, str name):
+    def __init__(self, str name, bint omit_empty_strings=False):
         self.name = name
+        # Decoding leaves out "" of single string fields, as Go's JSON omitempty does.
+        self.omit_empty_strings = omit_empty_strings
         self._fields = ()
         self._by_number = []
         self._max = -1
@@ -532,7 +535,8 @@ cdef int _enc_msg(Buf* b, MessagePlan plan, object obj) except -1:
                 raise TypeError(f"protobuf: {f.key} needs a list")
             for item in <list>value:
                 if item is None:
-                    if f.kind == C_MESSAGE:
+                    # A null element of a message list is Go's zero struct: the empty message.
+                    if f.kind == C_MESSAGE or f.kind == C_RAW:
                         _tag(b, f.tag, f.taglen)
                         _byte(b, 0)
                     continue
@@ -849,6 +853,10 @@ cdef int _dec_msg(MessagePlan plan, const unsigned char* p, Py_ssize_t pos, Py_s
         f = <_Field>item
         n = pos - vs
         if f.label == C_SINGLE:
+            if n == 0 and wire == 2 and f.kind == C_STRING and plan.omit_empty_strings:
+                if PyDict_GetItem(out, f.key) != NULL:
+                    del out[f.key]
+                continue
             PyDict_SetItem(out, f.key, _dec_value(f, wire, v, p, vs, n))
         elif f.label == C_INLINE:
             if wire != 2:

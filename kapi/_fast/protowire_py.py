@@ -203,10 +203,12 @@ class _Field:
 class MessagePlan:
     """The compiled field table of one message; fields are set after creation (plans recurse)."""
 
-    __slots__ = ("by_number", "fields", "name")
+    __slots__ = ("by_number", "fields", "name", "omit_empty_strings")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, omit_empty_strings: bool = False) -> None:
         self.name = name
+        # Decoding leaves out "" of single string fields, as Go's JSON omitempty does.
+        self.omit_empty_strings = omit_empty_strings
         self.fields: tuple[_Field, ...] = ()
         self.by_number: dict[int, _Field] = {}
 
@@ -246,7 +248,8 @@ def encode_plan(plan: MessagePlan, obj: dict[str, Any]) -> bytes:
                 raise TypeError(f"protobuf: {f.key} needs a list")
             for item in value:
                 if item is None:
-                    if f.kind == K_MESSAGE:
+                    # A null element of a message list is Go's zero struct: the empty message.
+                    if f.kind == K_MESSAGE or f.kind == K_RAW:
                         out += f.tag + b"\x00"
                     continue
                 _encode_value(out, f, item)
@@ -334,6 +337,9 @@ def decode_plan(plan: MessagePlan, data: bytes, into: dict[str, Any] | None = No
         if label == L_INLINE:
             decode_plan(f.sub, _need_len(wire, value), out)  # type: ignore[arg-type]
         elif label == L_SINGLE:
+            if f.kind == K_STRING and plan.omit_empty_strings and value == b"":
+                out.pop(f.key, None)
+                continue
             out[f.key] = _decode_value(f, wire, value)
         elif label == L_REPEATED:
             items = out.get(f.key)

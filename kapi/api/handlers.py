@@ -12,7 +12,7 @@ import orjson
 import trio
 import yaml
 
-from .. import errors
+from .. import errors, protobuf
 from .._fast import encode_list_chunks
 from ..listopts import ListOptions, parse_list_options
 from ..managedfields import manager_name
@@ -21,7 +21,7 @@ from ..registry.resources import Resource, ResourceTable
 from ..registry.store import DeleteOptions, ListPage, Registry, WriteOptions
 from ..schema import Schema, prune_unknown_fields, unknown_fields
 from . import negotiate
-from .negotiate import JSON, YAML, Output
+from .negotiate import JSON, PROTOBUF, YAML, Output
 from .request import RequestInfo
 from .responses import Response, encode, object_response, success_status
 from .tables import build_object_table, build_table
@@ -70,6 +70,18 @@ class Handlers:
             raise errors.NotFound("the server could not find the requested resource")
         return res
 
+    def _out(self, ctx: RequestContext, res: Resource, **kw: Any) -> Output:
+        """The response representation, protobuf included for kinds that have one."""
+        return negotiate.choose_output(ctx.header("accept"), protobuf=protobuf.supports(
+            self.schema, (res.group, res.version, res.kind)), **kw)
+
+    def _respond(self, obj: Obj, out: Output, status: int = 200) -> Response:
+        if out.media_type == PROTOBUF:
+            if obj.get("kind") == "Status":
+                return Response(status, protobuf.encode_status(obj), PROTOBUF)
+            return Response(status, protobuf.encode_object(self.schema, obj), PROTOBUF)
+        return object_response(obj, out, status)
+
     async def handle(self, ctx: RequestContext) -> Response:
         info = ctx.info
         res = self.resource_for(info)
@@ -92,22 +104,22 @@ class Handlers:
 
     async def get(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
-        out = negotiate.choose_output(ctx.header("accept"), include_object=ctx.query.get("includeObject", ""))
+        out = self._out(ctx, res, include_object=ctx.query.get("includeObject", ""))
         if info.subresource == "scale":
-            return object_response(await self.registry.get_scale(res, info.namespace, info.name), out)
+            return self._respond(await self.registry.get_scale(res, info.namespace, info.name), out)
         obj = await self.registry.get(res, info.namespace, info.name)
         if out.as_kind == "Table":
             table = build_object_table(res.resource, res.group, obj, time.time(),
                                        include_object=out.include_object, table_version=out.as_version)
-            return object_response(table, out)
+            return self._respond(table, out)
         if out.as_kind == "PartialObjectMetadata":
-            return object_response(_partial(obj, out.as_version), out)
-        return object_response(obj, out)
+            return self._respond(_partial(obj, out.as_version), out)
+        return self._respond(obj, out)
 
     async def list(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = parse_list_options(ctx.query)
-        out = negotiate.choose_output(ctx.header("accept"), include_object=ctx.query.get("includeObject", ""))
+        out = self._out(ctx, res, include_object=ctx.query.get("includeObject", ""))
         page = await self.registry.list(res, info.namespace, opts)
         warning = cost_warning(res, opts, page)
         if warning:
@@ -121,14 +133,18 @@ class Handlers:
             table = build_table(res.resource, res.group, page.objects(), time.time(),
                                 include_object=out.include_object, list_meta=list_meta,
                                 table_version=out.as_version)
-            return object_response(table, out)
+            return self._respond(table, out)
         if out.as_kind in ("PartialObjectMetadataList", "PartialObjectMetadata"):
             body = {"kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{out.as_version}",
                     "metadata": list_meta, "items": [_partial(o, out.as_version) for o in page.objects()]}
-            return object_response(body, out)
+            return self._respond(body, out)
         if out.media_type == YAML:
-            return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
+            return self._respond({"kind": res.list_kind, "apiVersion": res.group_version,
                                     "metadata": list_meta, "items": [_untyped(o) for o in page.objects()]}, out)
+        if out.media_type == PROTOBUF:
+            chunks = protobuf.encode_list(self.schema, (res.group, res.version, res.list_kind), list_meta,
+                                          self.registry.protobuf_items(res, page), chunk_bytes=LIST_CHUNK_BYTES)
+            return Response(200, b"", PROTOBUF, stream=_chunks(chunks))
         encoded = page.raw if page.raw is not None else [orjson.dumps(_untyped(o)) for o in page.items]
         return self._list_json(res, encoded, list_meta)
 
@@ -142,7 +158,7 @@ class Handlers:
     @staticmethod
     def _list_body(res: Resource, items: list[Obj], list_meta: Obj, out: Output) -> Response:
         if out.media_type == YAML:
-            return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
+            return self._respond({"kind": res.list_kind, "apiVersion": res.group_version,
                                     "metadata": list_meta, "items": [_untyped(o) for o in items]}, out)
         return Handlers._list_json(res, [orjson.dumps(_untyped(o)) for o in items], list_meta)
 
@@ -161,9 +177,13 @@ class Handlers:
         return WriteOptions(dry_run=bool(dry), field_manager=manager_name(manager, ctx.header("user-agent")))
 
     def _decode_object(self, ctx: RequestContext, res: Resource, *, kind: str = "") -> Obj:
-        media = negotiate.body_media_type(ctx.header("content-type"))
+        media = negotiate.body_media_type(ctx.header("content-type"), protobuf=protobuf.supports(
+            self.schema, (res.group, res.version, res.kind)))
         if not ctx.body.strip():
             raise errors.BadRequest("Object 'Kind' is missing in ''")
+        if media == PROTOBUF:
+            # Protobuf has no unknown fields to validate: the decoder drops them, as kube-apiserver's does.
+            return protobuf.decode_object(self.schema, ctx.body)
         if media == YAML:
             try:
                 obj = yaml.safe_load(ctx.body)
@@ -200,27 +220,27 @@ class Handlers:
     async def create(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._write_options(ctx)
-        out = negotiate.choose_output(ctx.header("accept"))
+        out = self._out(ctx, res)
         obj = self._decode_object(ctx, res)
         created = await self.registry.create(res, info.namespace, obj, opts)
-        return object_response(created, out, status=201)
+        return self._respond(created, out, status=201)
 
     async def update(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._write_options(ctx)
-        out = negotiate.choose_output(ctx.header("accept"))
+        out = self._out(ctx, res)
         if info.subresource == "scale":
             scale = self._decode_object(ctx, res, kind="Scale")
             updated = await self.registry.update_scale(res, info.namespace, info.name, lambda _: scale, opts)
-            return object_response(updated, out)
+            return self._respond(updated, out)
         obj = self._decode_object(ctx, res)
         result, created = await self.registry.update(res, info.namespace, info.name, obj, opts, info.subresource)
-        return object_response(result, out, status=201 if created else 200)
+        return self._respond(result, out, status=201 if created else 200)
 
     async def patch(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._write_options(ctx)
-        out = negotiate.choose_output(ctx.header("accept"))
+        out = self._out(ctx, res)
         ptype = negotiate.body_media_type(ctx.header("content-type"), patch=True)
         try:
             patch = orjson.loads(ctx.body) if ctx.body.strip() else None
@@ -259,11 +279,11 @@ class Handlers:
             return new
 
         if is_scale:
-            return object_response(await self.registry.update_scale(res, info.namespace, info.name, mutate, opts),
+            return self._respond(await self.registry.update_scale(res, info.namespace, info.name, mutate, opts),
                                    out)
         result = await self.registry.guaranteed_update(res, info.namespace, info.name, mutate, opts,
                                                        info.subresource)
-        return object_response(result, out)
+        return self._respond(result, out)
 
     # ------------------------------------------------------------- delete
 
@@ -302,21 +322,21 @@ class Handlers:
     async def delete(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._delete_options(ctx)
-        out = negotiate.choose_output(ctx.header("accept"))
+        out = self._out(ctx, res)
         result = await self.registry.delete(res, info.namespace, info.name, opts)
         if not result.deleted:
-            return object_response(result.obj, out, status=200)
+            return self._respond(result.obj, out, status=200)
         if res.delete_returns_object:
-            return object_response(result.obj, out, status=200)
+            return self._respond(result.obj, out, status=200)
         md = result.obj.get("metadata", {})
-        return object_response(success_status(name=info.name, group=res.group, kind=res.resource,
+        return self._respond(success_status(name=info.name, group=res.group, kind=res.resource,
                                               uid=md.get("uid", "")), out)
 
     async def deletecollection(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._delete_options(ctx)
         list_opts = parse_list_options(ctx.query)
-        out = negotiate.choose_output(ctx.header("accept"))
+        out = self._out(ctx, res)
         page: ListPage = await self.registry.delete_collection(res, info.namespace, list_opts, opts)
         return self._list_body(res, page.items, {"resourceVersion": page.resource_version}, out)
 
@@ -330,16 +350,18 @@ class Handlers:
                                                             f"metadata.name={info.name}"]))
         query["watch"] = "true"
         opts = parse_list_options(query)
-        out = negotiate.choose_output(ctx.header("accept"), allow_as=("Table",),
+        out = self._out(ctx, res, allow_as=("Table",),
                                       include_object=ctx.query.get("includeObject", ""))
         timeout = opts.timeout_seconds
         if timeout is None or timeout <= 0:
             timeout = int(self.min_request_timeout_s * (1 + random.random()))
         deadline = trio.current_time() + timeout
-        lines = await self.registry.watch_lines(res, info.namespace, opts, deadline)
+        proto = out.media_type == PROTOBUF
+        lines = await self.registry.watch_lines(res, info.namespace, opts, deadline, proto)
         if out.as_kind == "Table":
             lines = _as_tables(lines, res, out)
-        return Response(200, b"", JSON, stream=_until(lines, deadline))
+        content_type = PROTOBUF + ";stream=watch" if proto else JSON
+        return Response(200, b"", content_type, stream=_until(lines, deadline))
 
 
 async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:

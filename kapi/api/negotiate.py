@@ -9,7 +9,7 @@ from .. import errors
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-SERVED_TYPES = (JSON, YAML)
+SERVED_TYPES = (JSON, YAML, PROTOBUF)
 PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
                "application/strategic-merge-patch+json")
 
@@ -59,20 +59,28 @@ def parse_media_types(header: str) -> list[MediaType]:
     return [m for _, _, m in out]
 
 
-def _not_acceptable() -> errors.NotAcceptable:
-    return errors.NotAcceptable("only the following media types are accepted: " + ", ".join(SERVED_TYPES))
+def _not_acceptable(protobuf: bool) -> errors.NotAcceptable:
+    types = SERVED_TYPES if protobuf else (JSON, YAML)
+    return errors.NotAcceptable("only the following media types are accepted: " + ", ".join(types))
 
 
 def choose_output(accept: str, *, allow_as: tuple[str, ...] = ("Table", "PartialObjectMetadata",
                                                                 "PartialObjectMetadataList"),
-                  include_object: str = "") -> Output:
-    """Pick the first acceptable representation; 406 if none is served."""
+                  include_object: str = "", protobuf: bool = False) -> Output:
+    """Pick the first acceptable representation; 406 if none is served.
+
+    ``protobuf``: the kind has a protobuf encoding (the built-in types; not custom resources).
+    """
     if not accept.strip():
         return Output(JSON)
     for m in parse_media_types(accept):
         base = m.type
         if base in ("*/*", "application/*"):
             return Output(JSON)
+        if base == PROTOBUF:
+            if protobuf and not m.as_kind:
+                return Output(PROTOBUF)
+            continue
         if base not in (JSON, YAML):
             continue
         kind = m.as_kind
@@ -86,10 +94,10 @@ def choose_output(accept: str, *, allow_as: tuple[str, ...] = ("Table", "Partial
         if kind == "APIGroupDiscoveryList" and kind in allow_as and group == "apidiscovery.k8s.io" \
                 and version in ("v2", "v2beta1") and base == JSON:
             return Output(base, kind, version)
-    raise _not_acceptable()
+    raise _not_acceptable(protobuf)
 
 
-def body_media_type(content_type: str, *, patch: bool = False) -> str:
+def body_media_type(content_type: str, *, patch: bool = False, protobuf: bool = True) -> str:
     """The media type of a request body; 415 for one kapi does not read."""
     base = content_type.split(";", 1)[0].strip().lower()
     if patch:
@@ -104,6 +112,8 @@ def body_media_type(content_type: str, *, patch: bool = False) -> str:
         return JSON
     if base in (JSON, YAML, "application/yml", "text/yaml"):
         return YAML if base != JSON else JSON
+    if base == PROTOBUF and protobuf:
+        return PROTOBUF
+    types = SERVED_TYPES if protobuf else (JSON, YAML)
     raise errors.UnsupportedMediaType(
-        "the body of the request was in an unknown format - accepted media types include: "
-        + ", ".join(SERVED_TYPES))
+        "the body of the request was in an unknown format - accepted media types include: " + ", ".join(types))

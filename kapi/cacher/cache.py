@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+from functools import partial
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -44,15 +45,20 @@ class Delegate(Exception):
 
 @dataclass(slots=True)
 class CacheList:
-    """A LIST answered from the cache: the items' JSON and the list metadata."""
+    """A LIST answered from the cache: the entries (their JSON, and protobuf once made) and list metadata."""
 
-    items: list[bytes]
+    entries: list[Entry]
     resource_version: int
     continue_token: str = ""
     remaining: int | None = None
     scanned: int = 0
     source: str = "cache"  # cache (current state) or snapshot
     index: str = ""  # the field index used, if any
+
+    @property
+    def items(self) -> list[bytes]:
+        """The items' list-form JSON."""
+        return [e.data for e in self.entries]
 
 
 @dataclass(eq=False)
@@ -264,7 +270,7 @@ class Cacher:
             keys = iter([k for k in indexed or () if start <= k and (high is None or k < high)])
         else:
             keys = view.keys_from(start, high)
-        items: list[bytes] = []
+        items: list[Entry] = []
         scanned = 0
         last_key = ""
         more = False
@@ -279,7 +285,7 @@ class Cacher:
             scanned += 1
             last_key = key
             if everything or filt.matches(entry):
-                items.append(entry.data)
+                items.append(entry)
         result = CacheList(items, rv, scanned=scanned, source=source, index=hint[0] if hint else "")
         if more:
             result.continue_token = encode_continue(rv, last_key + "\x00", filt.key_prefix)
@@ -297,12 +303,13 @@ class Cacher:
 
     # ------------------------------------------------------------- WATCH
 
-    async def watch(self, opts: ListOptions, filt: Filter, deadline: float) -> WatchStart:
+    async def watch(self, opts: ListOptions, filt: Filter, deadline: float, proto: bool = False) -> WatchStart:
         """Register a watcher as SEMANTICS §2.1 says; the returned start is sent before live events."""
         if not self.ready:
             raise self._not_ready()
         rv_text = opts.resource_version
         sie = opts.send_initial_events
+        register = partial(self._register, filt, deadline, opts, proto=proto)
         if sie:
             if rv_text == "":
                 if not await self.wait_fresh():
@@ -313,19 +320,17 @@ class Cacher:
                                              message="Too large resource version")], retry_after_s=1)
             elif rv_text != "0":
                 await self.wait_for_rv(int(rv_text))
-            return self._register(filt, deadline, opts, initial=True, start_rv=self.rv,
-                                  end_bookmark=opts.allow_watch_bookmarks)
+            return register(initial=True, start_rv=self.rv, end_bookmark=opts.allow_watch_bookmarks)
         if rv_text in ("", "0") and sie is None:
-            return self._register(filt, deadline, opts, initial=True, start_rv=self.rv, end_bookmark=False)
+            return register(initial=True, start_rv=self.rv)
         if rv_text == "":
-            return self._register(filt, deadline, opts, initial=False,
-                                  start_rv=max(self.storage.current_revision(), 0), end_bookmark=False)
+            return register(initial=False, start_rv=self.storage.current_revision())
         if rv_text == "0":
-            return self._register(filt, deadline, opts, initial=False, start_rv=self.rv, end_bookmark=False)
-        return self._register(filt, deadline, opts, initial=False, start_rv=int(rv_text), end_bookmark=False)
+            return register(initial=False, start_rv=self.rv)
+        return register(initial=False, start_rv=int(rv_text))
 
     def _register(self, filt: Filter, deadline: float, opts: ListOptions, *, initial: bool, start_rv: int,
-                  end_bookmark: bool) -> WatchStart:
+                  end_bookmark: bool = False, proto: bool = False) -> WatchStart:
         """Synchronous: the initial state, the window catch-up and live dispatch join without a gap."""
         if initial:
             entries = [e for e in (self.store.get(k) for k in self.store.keys_from(
@@ -344,7 +349,8 @@ class Cacher:
         upper = 10 if hint is not None else (1000 if self.store.indexed_fields else 100)
         capacity = min(max(math.ceil(self.ring.capacity / 75.0), 10), upper)
         # Live events are those after the cache's rv now (or after a future rv asked for).
-        watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint)
+        watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint,
+                          proto)
         self._watchers.add(watcher)
         if hint is not None:
             self._triggered.setdefault(hint, set()).add(watcher)
@@ -393,7 +399,7 @@ class Cacher:
             seen = transition(w.filter, ev)
             if seen is None:
                 continue
-            line = self.encoder.event_line(ev, *seen)
+            line = self.encoder.event_line(ev, *seen, w.protobuf)
             if not w.offer(line):
                 blocked.append((w, line))
         if not blocked:
@@ -423,11 +429,9 @@ class Cacher:
             if not self.ready:
                 continue
             now = trio.current_time()
-            line = None
             for w in list(self._watchers):
                 if w.bookmark_due(now) and self.rv >= w.min_revision:
-                    line = line or self.encoder.bookmark(self.rv)
-                    w.offer(line)  # dropped when full, as kube-apiserver does
+                    w.offer(self.encoder.bookmark(self.rv, proto=w.protobuf))  # dropped when full, as kube does
                     w.bookmark_sent(now)
 
 

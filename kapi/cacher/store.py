@@ -25,6 +25,7 @@ class Entry:
     labels: Mapping[str, str]
     fields: Mapping[str, str]
     data: bytes  # JSON of the object without kind/apiVersion, metadata.resourceVersion set
+    proto: bytes | None = None  # its protobuf message, made the first time a client asks for it
 
 
 @dataclass(slots=True, eq=False)

@@ -9,6 +9,8 @@ from typing import Callable, Iterator, Sequence
 import orjson
 import trio
 
+from .. import protobuf
+from ..schema import Schema
 from ..selectors import FieldSelector, LabelSelector
 from .store import CacheEvent, Entry
 
@@ -46,45 +48,70 @@ class Filter:
 
 
 class Encoder:
-    """Watch event lines for one resource, each made once and shared by every watcher."""
+    """Watch event bytes for one resource, each made once and shared by every watcher.
 
-    def __init__(self, kind: str, api_version: str) -> None:
+    JSON events are newline-delimited; protobuf events are length-prefixed WatchEvent
+    frames around the enveloped object (``protobuf`` set on the call).
+    """
+
+    def __init__(self, kind: str, api_version: str, schema: Schema | None = None) -> None:
         self.kind = kind
         self.api_version = api_version
+        self.schema = schema
+        group, _, version = api_version.rpartition("/")
+        self.gvk = (group, version, kind)
         self._type_prefix = b'{"kind":"%s","apiVersion":"%s",' % (kind.encode(), api_version.encode())
 
     def typed(self, data: bytes) -> bytes:
         """A list-item JSON object with its kind and apiVersion put back."""
         return self._type_prefix + data[1:]
 
+    def message(self, entry: Entry) -> bytes:
+        """The entry's protobuf message, made once per object version."""
+        if entry.proto is None:
+            assert self.schema is not None
+            entry.proto = protobuf.encode(self.schema, self.gvk, orjson.loads(entry.data))
+        return entry.proto
+
     def line(self, kind: str, data: bytes) -> bytes:
         return b'{"type":"%s","object":%s}\n' % (kind.encode(), self.typed(data))
 
-    def event_line(self, ev: CacheEvent, kind: str, use_prev: bool) -> bytes:
-        """The line for ``ev`` as ``kind``; ``use_prev``: the previous state, at the event's rv."""
-        cache_key = (kind, use_prev)
+    def entry_event(self, kind: str, entry: Entry, proto: bool) -> bytes:
+        if not proto:
+            return self.line(kind, entry.data)
+        return protobuf.watch_frame(kind, protobuf.wrap(self.api_version, self.kind, self.message(entry)))
+
+    def event_line(self, ev: CacheEvent, kind: str, use_prev: bool, proto: bool = False) -> bytes:
+        """The bytes for ``ev`` as ``kind``; ``use_prev``: the previous state, at the event's rv."""
+        cache_key = (kind, use_prev, proto)
         line = ev.encoded.get(cache_key)
         if line is None:
             if use_prev:
                 assert ev.prev is not None
                 obj = orjson.loads(ev.prev.data)
                 obj.setdefault("metadata", {})["resourceVersion"] = str(ev.revision)
-                data = orjson.dumps(obj)
+                entry = Entry(ev.prev.key, ev.prev.namespace, ev.prev.name, ev.revision, ev.prev.labels,
+                              ev.prev.fields, orjson.dumps(obj))
             else:
                 assert ev.entry is not None
-                data = ev.entry.data
-            line = self.line(kind, data)
+                entry = ev.entry
+            line = self.entry_event(kind, entry, proto)
             ev.encoded[cache_key] = line
         return line
 
-    def bookmark(self, rv: int, initial_events_end: bool = False) -> bytes:
+    def bookmark(self, rv: int, initial_events_end: bool = False, proto: bool = False) -> bytes:
         md: dict[str, object] = {"resourceVersion": str(rv)}
         if initial_events_end:
             md["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": self.kind, "apiVersion": self.api_version, "metadata": md}
+        if proto:
+            assert self.schema is not None
+            return protobuf.watch_frame("BOOKMARK", protobuf.encode_object(self.schema, obj))
         return b'{"type":"BOOKMARK","object":%s}\n' % orjson.dumps(obj)
 
-    def error(self, status: dict[str, object]) -> bytes:
+    def error(self, status: dict[str, object], proto: bool = False) -> bytes:
+        if proto:
+            return protobuf.watch_frame("ERROR", protobuf.encode_status(status))
         return b'{"type":"ERROR","object":%s}\n' % orjson.dumps(status)
 
 
@@ -113,6 +140,7 @@ class Watcher:
     allow_bookmarks: bool
     deadline: float  # trio clock
     trigger: tuple[str, str] | None = None  # (field, value) it was registered under
+    protobuf: bool = False  # sends protobuf frames rather than JSON lines
     send: trio.MemorySendChannel[bytes] = field(init=False)
     receive: trio.MemoryReceiveChannel[bytes] = field(init=False)
     next_bookmark: float = field(init=False)
@@ -172,6 +200,3 @@ class TimeBudget:
         self.budget = min(self.max_budget_s, self.budget + max(0.0, unused))
 
 
-def initial_lines(encoder: Encoder, entries: Sequence[Entry]) -> Iterator[bytes]:
-    for e in entries:
-        yield encoder.line("ADDED", e.data)

@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator, Callable, Iterable
 import orjson
 import trio
 
-from .. import codec, errors, meta
+from .. import codec, errors, meta, protobuf
 from ..defaults import apply_defaults
 from ..listopts import ListOptions, decode_continue, encode_continue
 from ..managedfields import reset_fields_for, update_managed_fields
@@ -70,6 +70,7 @@ class ListPage:
     continue_token: str = ""
     remaining: int | None = None
     raw: list[bytes] | None = None  # list-item JSON, when served from the cache
+    entries: list[Entry] | None = None  # the cache entries behind ``raw``
     source: str = "storage"
     scanned: int = 0
     index: str = ""
@@ -207,11 +208,24 @@ class Registry:
                       for k, v in field_values(res.kind, obj, res.namespaced).items()}
             return Entry(key, ns, md.get("name", ""), revision, labels, fields, data)
 
-        cacher = Cacher(self.storage, self.prefix(res, ""), make_entry, Encoder(res.kind, res.group_version),
+        cacher = Cacher(self.storage, self.prefix(res, ""), make_entry,
+                        Encoder(res.kind, res.group_version, self.schema),
                         group=res.group, resource=res.resource, metrics=self.metrics,
                         config=CacheConfig(capacity=capacity, indexed_fields=indexed_fields))
         self.cachers[(res.group, res.resource)] = cacher
         return cacher
+
+    def protobuf_items(self, res: Resource, page: ListPage) -> list[bytes]:
+        """The page's items as protobuf messages; a cached object's is made once per version."""
+        gvk = (res.group, res.version, res.kind)
+        if page.entries is None:
+            return [protobuf.encode(self.schema, gvk, obj) for obj in page.items]
+        out = []
+        for e in page.entries:
+            if e.proto is None:
+                e.proto = protobuf.encode(self.schema, gvk, orjson.loads(e.data))
+            out.append(e.proto)
+        return out
 
     def _filter(self, res: Resource, namespace: str, sel: Selection) -> Filter:
         return Filter(self.prefix(res, namespace), sel.label, sel.field)
@@ -229,8 +243,8 @@ class Registry:
             except Delegate as d:
                 reason = d.reason
             else:
-                return ListPage([], str(got.resource_version), got.continue_token, got.remaining, got.items,
-                                got.source, got.scanned, got.index)
+                return ListPage([], str(got.resource_version), got.continue_token, got.remaining,
+                                [e.data for e in got.entries], got.entries, got.source, got.scanned, got.index)
         self.metrics.storage_list_total.labels(group=res.group, resource=res.resource, reason=reason).inc()
         page = await self._list_storage(res, namespace, opts, sel)
         return page
@@ -777,8 +791,8 @@ class Registry:
             gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
             yield "ERROR", gone.to_status()
 
-    async def watch_lines(self, res: Resource, namespace: str, opts: ListOptions,
-                          deadline: float) -> AsyncIterator[bytes]:
+    async def watch_lines(self, res: Resource, namespace: str, opts: ListOptions, deadline: float,
+                          proto: bool = False) -> AsyncIterator[bytes]:
         """Open a watch for the API: an iterator of newline-delimited JSON events, ready to send.
 
         Refusals that happen before the stream starts (429 while the cache initialises) raise;
@@ -786,13 +800,13 @@ class Registry:
         """
         cacher = self.cachers.get((res.group, res.resource))
         if cacher is None:
-            return _storage_watch_lines(self.watch(res, namespace, opts))
+            return _storage_watch_lines(self.watch(res, namespace, opts), self.schema if proto else None)
         sel = self.selection(res, opts)
         filt = self._filter(res, namespace, sel)
         try:
-            start = await cacher.watch(opts, filt, deadline)
+            start = await cacher.watch(opts, filt, deadline, proto)
         except (errors.Gone, errors.ServerTimeout) as err:
-            return _one_line(cacher.encoder.error(err.to_status()))
+            return _one_line(cacher.encoder.error(err.to_status(), proto))
         return _CachedWatchLines(cacher, start)
 
     # ---------------------------------------------------------- bootstrap
@@ -820,10 +834,15 @@ async def _one_line(line: bytes) -> AsyncIterator[bytes]:
     yield line
 
 
-async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]]) -> AsyncIterator[bytes]:
+async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]],
+                               proto_schema: Schema | None) -> AsyncIterator[bytes]:
+    """A storage-backed watch's events, as JSON lines or (with a schema) protobuf frames."""
     async with aclosing(events):  # type: ignore[type-var]
         async for kind, obj in events:
-            yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            if proto_schema is not None:
+                yield protobuf.encode_watch_event(proto_schema, kind, obj)
+            else:
+                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
             if kind == "ERROR":
                 return
 
@@ -853,11 +872,12 @@ async def _cached_watch_lines(cacher: Cacher, start: WatchStart) -> AsyncIterato
     """Initial events, the window catch-up, the end bookmark, then live lines; queued lines go in one write."""
     w = start.watcher
     enc = cacher.encoder
+    proto = w.protobuf
     try:
         batch: list[bytes] = []
         size = 0
         for entry in start.initial:
-            line = enc.line("ADDED", entry.data)
+            line = enc.entry_event("ADDED", entry, proto)
             batch.append(line)
             size += len(line)
             if size >= WATCH_BATCH_BYTES:
@@ -866,9 +886,9 @@ async def _cached_watch_lines(cacher: Cacher, start: WatchStart) -> AsyncIterato
         for ev in start.catch_up:
             seen = transition(w.filter, ev)
             if seen is not None:
-                batch.append(enc.event_line(ev, *seen))
+                batch.append(enc.event_line(ev, *seen, proto))
         if start.end_bookmark_rv is not None:
-            batch.append(enc.bookmark(start.end_bookmark_rv, initial_events_end=True))
+            batch.append(enc.bookmark(start.end_bookmark_rv, initial_events_end=True, proto=proto))
         if batch:
             yield b"".join(batch)
         async for line in w.receive:

@@ -257,9 +257,12 @@ async def test_errors_for_bad_requests(api: Api) -> None:
     assert r.status == 400
     r = await api.request("POST", "/api/v1/namespaces/default/configmaps", b"\x0a\x0b",
                           content_type="application/vnd.kubernetes.protobuf")
+    assert r.status == 400 and r.json()["reason"] == "BadRequest"  # not a k8s protobuf envelope
+    r = await api.request("POST", "/api/v1/namespaces/default/configmaps", b"\xa1\x61\x61",
+                          content_type="application/cbor")
     assert r.status == 415 and r.json()["reason"] == "UnsupportedMediaType"
     r = await api.request("GET", "/api/v1/namespaces/default/configmaps",
-                          headers={"Accept": "application/vnd.kubernetes.protobuf"})
+                          headers={"Accept": "application/cbor"})
     assert r.status == 406
     r = await api.request("POST", "/api/v1/namespaces/default/configmaps", b"{" + b" " * (3 * 1024 * 1024) + b"}")
     assert r.status == 413

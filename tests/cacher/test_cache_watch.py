@@ -512,7 +512,7 @@ async def test_cache_event_lines_are_encoded_once(env: Env, open_stream: Opener)
     ea, eb = await a.take(1), await b.take(1)
     assert ea == eb
     ev: CacheEvent = env.cacher.ring.events_after(0)[0]
-    assert list(ev.encoded) == [("ADDED", False)]
+    assert list(ev.encoded) == [("ADDED", False, False)]  # (type, previous state, protobuf): made once
 
 
 async def test_watch_from_an_evicted_rv_is_gone(make_env: MakeEnv, nursery: trio.Nursery,
