@@ -118,7 +118,7 @@ class NamespaceController:
         remaining = 0
         seen_storage: set[str] = set()
         for res in self.registry.resources():
-            if not res.namespaced or res.storage_of[1]:
+            if not res.namespaced or res.storage_of[1] or res.virtual:
                 continue
             prefix = self.registry.prefix(res, namespace)
             if prefix in seen_storage:
@@ -154,8 +154,8 @@ class GarbageCollector:
     def _resources(self) -> list[Resource]:
         out = []
         for res in self.registry.resources():
-            if res.storage_of[1]:
-                continue  # a view of another resource's objects
+            if res.storage_of[1] or res.virtual:
+                continue  # a view of another resource's objects, or nothing stored
             self._by_key[(res.group, res.resource)] = res
             out.append(res)
         return out

@@ -109,12 +109,13 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
     if token:
         tokens[token] = User("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
+    authorizer = Authorizer(tuple(config.authorization_mode))
     return App(
-        handlers=Handlers(registry, table, schema, min_request_timeout_s=config.min_request_timeout_s),
+        handlers=Handlers(registry, table, schema, authorizer, min_request_timeout_s=config.min_request_timeout_s),
         discovery=Discovery(table),
         openapi=OpenAPIDocuments(schema, table.resources),
         authn=Authenticator(tokens, anonymous=config.anonymous_auth),
-        authz=Authorizer(tuple(config.authorization_mode)),
+        authz=authorizer,
         health=health,
         version_info=version,
         max_body_bytes=config.max_body_bytes,

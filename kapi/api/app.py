@@ -100,7 +100,7 @@ class App:
             assert self._chain is not None
             resp = await self._chain(ctx)
         except errors.StatusError as err:
-            resp = status_response(err)
+            resp = status_response(err, proto=ctx is not None and _prefers_protobuf(ctx))
         except Exception:
             log.exception("internal error serving %s %s", scope.get("method"), scope.get("path"))
             resp = status_response(errors.InternalError("an error on the server has prevented the request "
@@ -233,6 +233,12 @@ class App:
                 return self.openapi.v2()
         raise errors.NotAcceptable("only the following media types are accepted: application/json, "
                                    + PROTOBUF_CONTENT_TYPE)
+
+
+def _prefers_protobuf(ctx: RequestContext) -> bool:
+    """Errors are answered in protobuf to a client whose first choice is protobuf (client-go's)."""
+    types = negotiate.parse_media_types(ctx.header("accept"))
+    return bool(types) and types[0].type == negotiate.PROTOBUF and ctx.info.is_resource
 
 
 def _metric_verb(info: Any) -> str:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
-from contextlib import aclosing
 import time
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Iterator
 
@@ -14,6 +14,8 @@ import yaml
 
 from .. import errors, protobuf
 from .._fast import encode_list_chunks
+from ..auth.authn import User
+from ..auth.authz import Authorizer
 from ..listopts import ListOptions, parse_list_options
 from ..managedfields import manager_name
 from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
@@ -56,6 +58,7 @@ class Handlers:
     registry: Registry
     table: ResourceTable
     schema: Schema
+    authorizer: Authorizer = field(default_factory=Authorizer)
     min_request_timeout_s: float = 1800.0
 
     # ------------------------------------------------------------ routing
@@ -222,8 +225,39 @@ class Handlers:
         opts = self._write_options(ctx)
         out = self._out(ctx, res)
         obj = self._decode_object(ctx, res)
+        if res.virtual:
+            return self._respond(self._review(ctx, res, obj), out, status=201)
         created = await self.registry.create(res, info.namespace, obj, opts)
         return self._respond(created, out, status=201)
+
+    def _review(self, ctx: RequestContext, res: Resource, obj: Obj) -> Obj:
+        """Answer an access review or a self subject review from the request's user and the authorizer."""
+        review = {"kind": res.kind, "apiVersion": res.group_version,
+                  "metadata": {"creationTimestamp": None, **(obj.get("metadata") or {})},
+                  **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata", "status")}}
+        user = ctx.user
+        if res.kind == "SelfSubjectReview":
+            info: Obj = {"username": user.name, "groups": list(user.groups)}
+            if user.uid:
+                info["uid"] = user.uid
+            review["status"] = {"userInfo": info}
+            return review
+        spec = obj.get("spec") or {}
+        if res.kind in ("SubjectAccessReview", "LocalSubjectAccessReview"):
+            subject = User(spec.get("user", ""), spec.get("uid", ""), tuple(spec.get("groups") or ()))
+        else:
+            subject = user
+        allowed, reason = self.authorizer.allowed(subject)
+        if res.kind == "SelfSubjectRulesReview":
+            rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}] if allowed else []
+            non_resource = [{"verbs": ["*"], "nonResourceURLs": ["*"]}] if allowed else []
+            review["status"] = {"resourceRules": rules, "nonResourceRules": non_resource, "incomplete": False}
+            return review
+        status: Obj = {"allowed": allowed}
+        if reason:
+            status["reason"] = reason
+        review["status"] = status
+        return review
 
     async def update(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info

@@ -8,8 +8,8 @@ from typing import Any, AsyncIterator
 import orjson
 import yaml
 
-from .. import errors
-from .negotiate import JSON, YAML, Output
+from .. import errors, protobuf
+from .negotiate import JSON, PROTOBUF, YAML, Output
 
 Obj = dict[str, Any]
 
@@ -36,8 +36,12 @@ def object_response(obj: Any, out: Output | None = None, status: int = 200) -> R
     return Response(status, encode(obj, media), media)
 
 
-def status_response(err: errors.StatusError) -> Response:
-    resp = Response(err.code, orjson.dumps(err.to_status()), JSON)
+def status_response(err: errors.StatusError, proto: bool = False) -> Response:
+    """The Status body of an error, in protobuf when that is what the client asked for."""
+    if proto:
+        resp = Response(err.code, protobuf.encode_status(err.to_status()), PROTOBUF)
+    else:
+        resp = Response(err.code, orjson.dumps(err.to_status()), JSON)
     if err.retry_after_s > 0:
         resp.headers.append(("Retry-After", str(err.retry_after_s)))
     for k, v in err.headers.items():

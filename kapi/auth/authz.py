@@ -19,13 +19,19 @@ class Authorizer:
             if m not in MODES:
                 raise ValueError(f"unsupported authorization mode {m!r}; supported: {', '.join(MODES)}")
 
-    def authorize(self, user: User, verb: str, resource: str, group: str, namespace: str, name: str) -> None:
-        """Raise 403 Forbidden unless a mode allows the request; system:masters always may."""
+    def allowed(self, user: User) -> tuple[bool, str]:
+        """The decision for ``user`` (any attributes): (allowed, reason)."""
         if "system:masters" in user.groups:
-            return
+            return True, "the user is in group system:masters"
         for mode in self.modes:
             if mode == "AlwaysAllow":
-                return
+                return True, "authorization mode AlwaysAllow"
+        return False, ""
+
+    def authorize(self, user: User, verb: str, resource: str, group: str, namespace: str, name: str) -> None:
+        """Raise 403 Forbidden unless a mode allows the request; system:masters always may."""
+        if self.allowed(user)[0]:
+            return
         what = f"{resource}.{group}" if group else resource
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
         raise errors.Forbidden(f'{what} "{name}" is forbidden: User "{user.name}" cannot {verb} resource '

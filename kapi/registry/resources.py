@@ -35,6 +35,8 @@ class Resource:
     create_on_update: bool = False
     # DELETE answers with the object rather than a success Status.
     delete_returns_object: bool = False
+    # Not stored: a create is answered by the server (access reviews, self subject reviews).
+    virtual: bool = False
 
     @property
     def group_version(self) -> str:
@@ -128,6 +130,17 @@ BUILTIN: tuple[Resource, ...] = (
        create_on_update=True),
     _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False,
        create_on_update=True),
+    # authorization.k8s.io/v1 and authentication.k8s.io/v1: reviews answered, never stored
+    _r("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False,
+       verbs=("create",), virtual=True, cacheable=False),
+    _r("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False,
+       verbs=("create",), virtual=True, cacheable=False),
+    _r("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview",
+       verbs=("create",), virtual=True, cacheable=False),
+    _r("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", namespaced=False,
+       verbs=("create",), virtual=True, cacheable=False),
+    _r("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False,
+       verbs=("create",), virtual=True, cacheable=False),
     # apiextensions.k8s.io/v1 (stored only, for now)
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
        namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
