@@ -186,7 +186,7 @@ class Handlers:
             raise errors.BadRequest("Object 'Kind' is missing in ''")
         if media == PROTOBUF:
             # Protobuf has no unknown fields to validate: the decoder drops them, as kube-apiserver's does.
-            return protobuf.decode_object(self.schema, ctx.body)
+            return protobuf.drop_go_zero_values(self.schema, protobuf.decode_object(self.schema, ctx.body))
         if media == YAML:
             try:
                 obj = yaml.safe_load(ctx.body)
