@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING
 _want_c = os.environ.get("KAPI_NO_EXTENSIONS") != "1" and platform.python_implementation() == "CPython"
 USING_EXTENSIONS = False
 
-from .ring_py import EventRing  # the compiled twin comes with the Cython work on the cache
-
 if TYPE_CHECKING or not _want_c:
     from .listenc_py import encode_list_chunks
 else:
@@ -29,6 +27,26 @@ else:
             raise
         from .listenc_py import encode_list_chunks
 
+if TYPE_CHECKING or not _want_c:
+    from .ring_py import EventRing
+else:
+    try:
+        from .ring_c import EventRing  # type: ignore[assignment]
+    except ImportError:
+        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
+            raise
+        from .ring_py import EventRing
+
+if TYPE_CHECKING or not _want_c:
+    from .match_py import MatchTable
+else:
+    try:
+        from .match_c import MatchTable  # type: ignore[assignment]
+    except ImportError:
+        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
+            raise
+        from .match_py import MatchTable
+
 # The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
 if TYPE_CHECKING or not _want_c:
     from . import protowire_py as protowire
@@ -40,4 +58,4 @@ else:
             raise
         from . import protowire_py as protowire
 
-__all__ = ["USING_EXTENSIONS", "EventRing", "encode_list_chunks", "protowire"]
+__all__ = ["USING_EXTENSIONS", "EventRing", "MatchTable", "encode_list_chunks", "protowire"]

@@ -265,9 +265,15 @@ class Cacher:
         high = _prefix_end(filt.key_prefix)
         hint = filt.index_hint(self.store.indexed_fields) if isinstance(view, CacheStore) else None
         keys: Iterator[str]
+        labelled = None
+        if hint is None and isinstance(view, CacheStore) and filt.label is not None and not filt.label.empty:
+            # A paged LIST of a loose selector fills its page sooner by walking the range.
+            labelled = view.label_keys(filt.label, start, high, at_most=4 * limit if limit else None)
         if hint is not None:
             indexed = view.indexed_keys(*hint)  # type: ignore[union-attr]
             keys = iter([k for k in indexed or () if start <= k and (high is None or k < high)])
+        elif labelled is not None:
+            keys = iter(labelled)
         else:
             keys = view.keys_from(start, high)
         items: list[Entry] = []
@@ -286,6 +292,13 @@ class Cacher:
             last_key = key
             if everything or filt.matches(entry):
                 items.append(entry)
+        if labelled is not None:
+            # Answer as the walk over the range would have: it stops at the first entry
+            # after a full page (matching or not) and counts every entry it read.
+            assert isinstance(view, CacheStore)
+            if not more and limit and len(items) == limit:
+                more = view.count_range(last_key + "\x00", high) > 0
+            scanned = view.count_range(start, last_key + "\x00" if more else high)
         result = CacheList(items, rv, scanned=scanned, source=source, index=hint[0] if hint else "")
         if more:
             result.continue_token = encode_continue(rv, last_key + "\x00", filt.key_prefix)

@@ -13,6 +13,9 @@ from typing import Iterator, Mapping, Sequence
 
 from sortedcontainers import SortedDict
 
+from kapi._fast import MatchTable
+from kapi.selectors import LabelSelector
+
 
 @dataclass(slots=True, eq=False)
 class Entry:
@@ -41,11 +44,18 @@ class CacheEvent:
 
 
 class CacheStore:
-    """Current entries ordered by key, with exact-value indexes on chosen fields."""
+    """Current entries ordered by key, with exact-value indexes on chosen fields.
+
+    Every entry's labels also sit in a ``MatchTable`` row (interned, compact), so a
+    label selector is answered by one compiled scan instead of a dict walk per entry.
+    """
 
     def __init__(self, indexed_fields: Sequence[str] = ()) -> None:
         self._entries: SortedDict = SortedDict()
         self._indexes: dict[str, dict[str, set[str]]] = {f: {} for f in indexed_fields}
+        self._labels = MatchTable()
+        self._slots: dict[str, int] = {}  # key -> its row in _labels
+        self._slot_keys: list[str] = []  # row -> key (stale for a freed row)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -60,6 +70,11 @@ class CacheStore:
     def replace_all(self, entries: Sequence[Entry]) -> None:
         """Load a full list (start-up or relist)."""
         self._entries = SortedDict((e.key, e) for e in entries)
+        self._labels = MatchTable()
+        self._slots = {}
+        self._slot_keys = []
+        for e in self._entries.values():
+            self._add_row(e)
         for f, index in self._indexes.items():
             index.clear()
             for e in entries:
@@ -72,13 +87,26 @@ class CacheStore:
         prev = self._entries.get(entry.key)
         self._entries[entry.key] = entry
         self._reindex(entry.key, prev, entry)
+        if prev is None:
+            self._add_row(entry)
+        elif prev.labels != entry.labels:
+            self._labels.update(self._slots[entry.key], entry.labels)
         return prev  # type: ignore[no-any-return]
 
     def delete(self, key: str) -> Entry | None:
         prev = self._entries.pop(key, None)
         if prev is not None:
             self._reindex(key, prev, None)
+            self._labels.remove(self._slots.pop(key))
         return prev  # type: ignore[no-any-return]
+
+    def _add_row(self, entry: Entry) -> None:
+        slot = self._labels.add(entry.labels)
+        self._slots[entry.key] = slot
+        if slot == len(self._slot_keys):
+            self._slot_keys.append(entry.key)
+        else:
+            self._slot_keys[slot] = entry.key
 
     def _reindex(self, key: str, prev: Entry | None, new: Entry | None) -> None:
         for f, index in self._indexes.items():
@@ -106,6 +134,19 @@ class CacheStore:
         lo = entries.bisect_left(low)
         hi = entries.bisect_left(high) if high is not None else len(entries)
         return max(0, hi - lo)
+
+    def label_keys(self, selector: LabelSelector, low: str, high: str | None,
+                   at_most: int | None = None) -> list[str] | None:
+        """Keys in ``[low, high)`` whose labels ``selector`` matches, in key order.
+
+        None when more than ``at_most`` entries match anywhere: sorting them all would
+        cost more than walking the key range until a page is full.
+        """
+        slots = self._labels.select(selector)
+        if at_most is not None and len(slots) > at_most:
+            return None
+        slot_keys = self._slot_keys
+        return sorted(k for k in (slot_keys[s] for s in slots) if low <= k and (high is None or k < high))
 
     def indexed_keys(self, field_name: str, value: str) -> list[str] | None:
         """Keys whose indexed field equals ``value``, in key order; None if the field has no index."""

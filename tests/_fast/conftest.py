@@ -23,3 +23,13 @@ def _load(name: str, impl: str) -> ModuleType:
 @pytest.fixture(params=[pytest.param("c", marks=pytest.mark.c_twin), "py"])
 def listenc(request: pytest.FixtureRequest) -> ModuleType:
     return _load("listenc", request.param)
+
+
+@pytest.fixture(params=[pytest.param("c", marks=pytest.mark.c_twin), "py"])
+def ring(request: pytest.FixtureRequest) -> ModuleType:
+    return _load("ring", request.param)
+
+
+@pytest.fixture(params=[pytest.param("c", marks=pytest.mark.c_twin), "py"])
+def match(request: pytest.FixtureRequest) -> ModuleType:
+    return _load("match", request.param)
