@@ -134,8 +134,8 @@ def _read_kubeconfig(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def start_kapi(data_dir: Path, *flags: str, timeout_s: float = 300.0) -> Server:
-    """Start ``kapi serve`` on a free port and return once /readyz answers ok."""
+def start_kapi(data_dir: Path, *flags: str, timeout_s: float = 300.0, env: dict[str, str] | None = None) -> Server:
+    """Start ``kapi serve`` on a free port and return once /readyz answers ok (``env``: its whole environment)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "admin.kubeconfig"
     kubeconfig.unlink(missing_ok=True)  # a restart must not read the previous run's port
@@ -144,7 +144,7 @@ def start_kapi(data_dir: Path, *flags: str, timeout_s: float = 300.0) -> Server:
            "--shutdown-delay-duration", "0", "--log-level", "warning", *flags]
     with open(log, "wb") as out:
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
     deadline = started + timeout_s
     holder: dict[str, Any] = {}
 

@@ -1,0 +1,1 @@
+"""kapi's benchmarks; ``python -m bench`` runs the compiled-against-pure harness."""
