@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 from types import ModuleType
 
 import orjson
@@ -11,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import kapi._fast
 
 
 def test_joins_items(listenc: ModuleType) -> None:
@@ -41,11 +39,3 @@ def test_twins_agree(items: list[bytes], chunk: int) -> None:
         pytest.skip("compiled twin not built")
     assert list(c.encode_list_chunks(b"{", items, b"}", chunk)) == list(
         py.encode_list_chunks(b"{", items, b"}", chunk))
-
-
-def test_compiled_twins_loaded_when_required() -> None:
-    """Guard: with KAPI_REQUIRE_EXTENSIONS=1 the compiled twins must be the ones in use."""
-    if os.environ.get("KAPI_REQUIRE_EXTENSIONS") != "1":
-        pytest.skip("KAPI_REQUIRE_EXTENSIONS is not set")
-    assert kapi._fast.USING_EXTENSIONS
-    assert kapi._fast.encode_list_chunks.__module__ == "kapi._fast.listenc_c"
