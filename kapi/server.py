@@ -142,6 +142,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
     hconf.keyfile = str(pki.serving_key)
     hconf.alpn_protocols = ["h2", "http/1.1"]
     hconf.keep_alive_max_requests = 1_000_000
+    hconf.keep_alive_timeout = 90.0  # as Go's server in kube-apiserver: idle connections live 90 s
     hconf.graceful_timeout = config.shutdown_timeout_s
     hconf.accesslog = None
     hconf.errorlog = logging.getLogger("hypercorn.error")

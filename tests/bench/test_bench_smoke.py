@@ -73,3 +73,16 @@ def test_bench_cache_quick(tmp_path: Path) -> None:
     assert [nodes[k]["watchers"] for k in ("0", "10", "40")] == [0, 10, 40]
     assert nodes["10"]["deliveries"] == nodes["40"]["deliveries"] == 20
     assert result["startup"]["ready_s"] > 0 and result["memory"]["json_bytes"] > 0
+
+
+def test_bench_protobuf_list_quick(tmp_path: Path) -> None:
+    result = run_bench("bench_protobuf_list.py", tmp_path / "protobuf_list.json", "--pods", "200",
+                       "--repeat", "2", "--dir", str(tmp_path))
+    assert result["load"]["pods"] == 200
+    lists = result["list"]
+    assert lists["items"] == 200
+    assert lists["check"] == {"items_counted": 200, "items": 200, "decode_s": lists["check"]["decode_s"]}
+    assert lists["protobuf_first"]["bytes"] == lists["protobuf_cached"]["bytes"] < lists["json"]["bytes"]
+    assert len(lists["json"]["seconds"]) == len(lists["protobuf_cached"]["seconds"]) == 2
+    assert set(lists["ratios"]) == {"protobuf_over_json_bytes", "cached_protobuf_over_json_s",
+                                    "first_over_cached_protobuf_s"}
