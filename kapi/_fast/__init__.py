@@ -8,54 +8,40 @@ that fallback into an error.
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 _want_c = os.environ.get("KAPI_NO_EXTENSIONS") != "1" and platform.python_implementation() == "CPython"
-USING_EXTENSIONS = False
 
-if TYPE_CHECKING or not _want_c:
+
+def _choose(name: str) -> ModuleType:
+    """The compiled twin ``<name>_c`` when wanted and built, else the pure ``<name>_py``."""
+    if _want_c:
+        try:
+            return importlib.import_module(f"{__package__}.{name}_c")
+        except ImportError:
+            if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
+                raise
+    return importlib.import_module(f"{__package__}.{name}_py")
+
+
+if TYPE_CHECKING:
+    # Type checkers see the pure twins: they are the typed, documented reference.
+    from . import protowire_py as protowire
     from .listenc_py import encode_list_chunks
-else:
-    try:
-        from .listenc_c import encode_list_chunks  # type: ignore[no-redef]
-
-        USING_EXTENSIONS = True
-    except ImportError:
-        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
-            raise
-        from .listenc_py import encode_list_chunks
-
-if TYPE_CHECKING or not _want_c:
+    from .match_py import MatchTable
     from .ring_py import EventRing
 else:
-    try:
-        from .ring_c import EventRing  # type: ignore[assignment]
-    except ImportError:
-        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
-            raise
-        from .ring_py import EventRing
+    _listenc = _choose("listenc")
+    encode_list_chunks = _listenc.encode_list_chunks
+    EventRing = _choose("ring").EventRing
+    MatchTable = _choose("match").MatchTable
+    # The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
+    protowire = _choose("protowire")
 
-if TYPE_CHECKING or not _want_c:
-    from .match_py import MatchTable
-else:
-    try:
-        from .match_c import MatchTable  # type: ignore[assignment]
-    except ImportError:
-        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
-            raise
-        from .match_py import MatchTable
-
-# The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
-if TYPE_CHECKING or not _want_c:
-    from . import protowire_py as protowire
-else:
-    try:
-        from . import protowire_c as protowire  # type: ignore[no-redef]
-    except ImportError:
-        if os.environ.get("KAPI_REQUIRE_EXTENSIONS") == "1":
-            raise
-        from . import protowire_py as protowire
+USING_EXTENSIONS = _listenc.__name__.endswith("_c") if not TYPE_CHECKING else False
 
 __all__ = ["USING_EXTENSIONS", "EventRing", "MatchTable", "encode_list_chunks", "protowire"]
