@@ -280,7 +280,13 @@ class Cacher:
         scanned = 0
         last_key = ""
         more = False
+        # Keys from the label table already match the label selector (and lie in the range):
+        # only a field selector, if any, is left to check.
         everything = filt.everything
+        check = filt
+        if labelled is not None:
+            check = Filter(filt.key_prefix, None, filt.field)
+        unchecked = check.everything
         for key in keys:
             entry = view.get(key)
             if entry is None:
@@ -290,7 +296,7 @@ class Cacher:
                 break
             scanned += 1
             last_key = key
-            if everything or filt.matches(entry):
+            if unchecked or check.matches(entry):
                 items.append(entry)
         if labelled is not None:
             # Answer as the walk over the range would have: it stops at the first entry
