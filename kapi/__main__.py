@@ -75,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--secure-port", type=int, default=d.secure_port, help="HTTPS port; 0 picks a free one")
     s.add_argument("--storage-backend", choices=("sqlite", "memory"), default=d.storage_backend,
                    help="sqlite (embedded file under --data-dir) or memory (nothing survives a restart)")
+    s.add_argument("--etcd-compaction-interval", type=_duration_s, default=d.etcd_compaction_interval_s,
+                   help="compact storage history this often, keeping one interval of it (0: never)")
     s.add_argument("--group-commit", type=_bool, default=d.group_commit,
                    help="sqlite: share one transaction and fsync among the writes waiting for it")
     s.add_argument("--default-watch-cache-size", type=int, default=d.default_watch_cache_size,
@@ -113,6 +115,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         secure_port=args.secure_port,
         storage_backend=args.storage_backend,
         group_commit=args.group_commit,
+        etcd_compaction_interval_s=args.etcd_compaction_interval,
         default_watch_cache_size=args.default_watch_cache_size,
         watch_cache_sizes=args.watch_cache_sizes,
         watch_cache=args.watch_cache,

@@ -84,6 +84,22 @@ async def _publish_endpoint(registry: Registry, host: str, port: int) -> None:
         await registry.update(ep_res, "default", "kubernetes", current, WriteOptions())
 
 
+async def compact_periodically(storage: Storage, interval_s: float) -> None:
+    """kube-apiserver's compactor: every interval, forget history up to the revision seen one round earlier.
+
+    So between one and two intervals of history stay available to watches, Exact lists and
+    continue tokens; older revisions answer 410.
+    """
+    if interval_s <= 0:
+        return
+    seen = 0
+    while True:
+        await trio.sleep(interval_s)
+        if seen:
+            await storage.compact(seen)
+        seen = storage.current_revision()
+
+
 def make_cachers(config: Config, registry: Registry) -> list[Cacher]:
     """One watch cache per cacheable resource, sized and indexed as the flags say."""
     cachers = []
@@ -150,6 +166,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
 
     async with trio.open_nursery() as services:
         await services.start(storage.run)
+        services.start_soon(compact_periodically, storage, config.etcd_compaction_interval_s)
         if config.watch_cache:
             for cacher in make_cachers(config, registry):
                 await services.start(cacher.run)
