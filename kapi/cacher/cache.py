@@ -32,6 +32,7 @@ RELIST_PAGE = 10_000
 FRESHNESS_WAIT_S = 3.0  # consistent reads and "not older than" waits
 PROGRESS_INTERVAL_S = 0.1
 BOOKMARK_TICK_S = 1.0
+MIN_WATCH_CHANNEL = 100
 MakeEntry = Callable[[bytes, int], Entry]
 
 
@@ -363,10 +364,12 @@ class Cacher:
             else:
                 catch_up = ()
         hint = filt.index_hint(self.store.indexed_fields)
-        # kube-apiserver's suggestedWatchChannelSize: about a second of history, within bounds set by
-        # whether the resource has an index and this watcher uses it as its trigger.
-        upper = 10 if hint is not None else (1000 if self.store.indexed_fields else 100)
-        capacity = min(max(math.ceil(self.ring.capacity / 75.0), 10), upper)
+        # kube-apiserver's suggestedWatchChannelSize (about a second of history, capped by whether the
+        # resource has an index and this watcher is triggered by it), with a floor of 100 rather than
+        # 10: a Python writer drains a burst more slowly than Go's, and a channel of 10 closes healthy
+        # watchers during bursts of large objects.
+        upper = 100 if hint is not None else (1000 if self.store.indexed_fields else 100)
+        capacity = min(max(math.ceil(self.ring.capacity / 75.0), MIN_WATCH_CHANNEL), upper)
         # Live events are those after the cache's rv now (or after a future rv asked for).
         watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint,
                           proto)
