@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import binascii
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson

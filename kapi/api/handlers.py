@@ -25,7 +25,7 @@ from ..schema import Schema, prune_unknown_fields, unknown_fields
 from . import negotiate
 from .negotiate import JSON, PROTOBUF, YAML, Output
 from .request import RequestInfo
-from .responses import Response, encode, object_response, success_status
+from .responses import Response, object_response, success_status
 from .tables import build_object_table, build_table
 
 Obj = dict[str, Any]
@@ -158,12 +158,17 @@ class Handlers:
             res.list_kind.encode(), res.group_version.encode(), orjson.dumps(list_meta))
         return Response(200, b"", JSON, stream=_chunks(encode_list_chunks(head, encoded, b"]}", LIST_CHUNK_BYTES)))
 
-    @staticmethod
-    def _list_body(res: Resource, items: list[Obj], list_meta: Obj, out: Output) -> Response:
+    def _list_body(self, res: Resource, items: list[Obj], list_meta: Obj, out: Output) -> Response:
+        """A list of decoded objects (deletecollection's answer) in the negotiated form."""
         if out.media_type == YAML:
-            return self._respond({"kind": res.list_kind, "apiVersion": res.group_version,
+            return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
                                     "metadata": list_meta, "items": [_untyped(o) for o in items]}, out)
-        return Handlers._list_json(res, [orjson.dumps(_untyped(o)) for o in items], list_meta)
+        if out.media_type == PROTOBUF:
+            gvk = (res.group, res.version, res.kind)
+            chunks = protobuf.encode_list(self.schema, (res.group, res.version, res.list_kind), list_meta,
+                                          [protobuf.encode(self.schema, gvk, o) for o in items])
+            return Response(200, b"", PROTOBUF, stream=_chunks(chunks))
+        return self._list_json(res, [orjson.dumps(_untyped(o)) for o in items], list_meta)
 
     # -------------------------------------------------------------- write
 

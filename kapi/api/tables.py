@@ -8,7 +8,7 @@ Built-in resources without a printer of their own here get Name and Age.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Final
 
 from kapi.errors import BadRequest

@@ -430,3 +430,21 @@ async def test_graceful_pod_delete_on_a_node(api: Api, pod_json: dict) -> None: 
     r = await api.request("DELETE", "/api/v1/namespaces/default/pods/bound?gracePeriodSeconds=0")
     assert r.status == 200
     assert (await api.request("GET", "/api/v1/namespaces/default/pods/bound")).status == 404
+
+
+async def test_deletecollection_answers_in_yaml_and_protobuf(api: Api) -> None:
+    from kapi import protobuf
+    from kapi.schema import load_builtin
+
+    for name in ("y1", "p1"):
+        body = cm(name)
+        body["metadata"]["labels"] = {"fmt": name}
+        await api.create("/api/v1/namespaces/default/configmaps", body)
+    r = await api.request("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=fmt%3Dy1",
+                          headers={"Accept": "application/yaml"})
+    assert r.status == 200 and b"kind: ConfigMapList" in r.body and b"name: y1" in r.body
+    r = await api.request("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=fmt%3Dp1",
+                          headers={"Accept": "application/vnd.kubernetes.protobuf"})
+    assert r.status == 200
+    lst = protobuf.decode_object(load_builtin(), r.body)
+    assert lst["kind"] == "ConfigMapList" and [i["metadata"]["name"] for i in lst["items"]] == ["p1"]
