@@ -7,8 +7,12 @@ schema kapi knows by heart, and to read any message back field by field.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
-from kapi import errors
+from collections.abc import Iterable
+from kapi import _fast
+
+# The varint codec and the field reader are the protobuf twin's (compiled when built).
+encode_varint = _fast.protowire.encode_varint
+iter_fields = _fast.protowire.iter_fields
 
 __all__ = [
     "FIXED32",
@@ -27,22 +31,9 @@ FIXED64 = 1
 LEN = 2
 FIXED32 = 5
 
-_MASK64 = (1 << 64) - 1
-
 # One decoded field: (field number, wire type, value). Varints come back as
 # unsigned ints, fixed64/fixed32 as raw little-endian bytes, LEN as bytes.
 Field = tuple[int, int, int | bytes]
-
-
-def encode_varint(value: int) -> bytes:
-    """Base-128 varint; negative numbers take ten bytes, as int64 does in protobuf."""
-    value &= _MASK64
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _key(number: int, wire_type: int) -> bytes:
@@ -108,53 +99,6 @@ class MessageWriter:
         for item in encoded:
             self.raw(number, item, always=True)
         return self
-
-
-def _read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(data):
-            raise errors.BadRequest("protobuf: truncated varint")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result & _MASK64, pos
-        shift += 7
-        if shift >= 70:
-            raise errors.BadRequest("protobuf: varint longer than ten bytes")
-
-
-def iter_fields(data: bytes) -> Iterator[Field]:
-    """Every top-level field of one encoded message, in wire order.
-
-    Raises:
-        BadRequest: the bytes are not a well-formed message.
-    """
-    pos = 0
-    end = len(data)
-    while pos < end:
-        key, pos = _read_varint(data, pos)
-        number, wire_type = key >> 3, key & 7
-        if number == 0:
-            raise errors.BadRequest("protobuf: field number 0")
-        value: int | bytes
-        if wire_type == VARINT:
-            value, pos = _read_varint(data, pos)
-        elif wire_type in (FIXED64, FIXED32):
-            size = 8 if wire_type == FIXED64 else 4
-            if pos + size > end:
-                raise errors.BadRequest("protobuf: truncated fixed-width field")
-            value, pos = data[pos : pos + size], pos + size
-        elif wire_type == LEN:
-            size, pos = _read_varint(data, pos)
-            if pos + size > end:
-                raise errors.BadRequest("protobuf: truncated length-delimited field")
-            value, pos = data[pos : pos + size], pos + size
-        else:
-            raise errors.BadRequest(f"protobuf: unsupported wire type {wire_type}")
-        yield number, wire_type, value
 
 
 def fields_by_number(data: bytes) -> dict[int, list[int | bytes]]:
