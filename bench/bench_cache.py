@@ -303,6 +303,96 @@ def raw_get(target: Target, path: str, *, keep: bool = False) -> Fetched:
     return Fetched(status, total, seconds, _unchunk(b"".join(kept)) if keep else b"")
 
 
+class KeptAlive:
+    """GETs over one kept-alive HTTP/1.1 TLS connection, each body read into one reused buffer.
+
+    The least a client can do per byte (no parsing, no copies into Python objects),
+    so that a large LIST measures the server rather than the client reading it.
+    Bodies are framed by Content-Length or chunked transfer.
+    """
+
+    def __init__(self, target: Target, accept: str = "application/json") -> None:
+        host, port = target.host_port()
+        ctx = ssl.create_default_context(cafile=target.ca_file)
+        ctx.set_alpn_protocols(["http/1.1"])
+        self._sock = ctx.wrap_socket(socket.create_connection((host, port)), server_hostname=host)
+        self._head = (f"Host: {host}:{port}\r\nAuthorization: Bearer {target.token}\r\n"
+                      f"Accept: {accept}\r\n\r\n").encode()
+        self._buf = bytearray(4 << 20)
+        self._start = self._end = 0  # unread bytes are _buf[_start:_end]
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _fill(self) -> None:
+        if self._start == self._end:
+            self._start = self._end = 0
+        elif self._end == len(self._buf):
+            self._buf[:self._end - self._start] = self._buf[self._start:self._end]
+            self._end -= self._start
+            self._start = 0
+        n = self._sock.recv_into(memoryview(self._buf)[self._end:])
+        if not n:
+            raise ConnectionError("the server closed the connection")
+        self._end += n
+
+    def _line(self) -> bytes:
+        while (eol := self._buf.find(b"\r\n", self._start, self._end)) < 0:
+            self._fill()
+        line = bytes(self._buf[self._start:eol])
+        self._start = eol + 2
+        return line
+
+    def _skip(self, size: int) -> None:
+        while size > 0:
+            if self._start == self._end:
+                self._fill()
+            take = min(size, self._end - self._start)
+            self._start += take
+            size -= take
+
+    def get(self, path: str) -> tuple[int, int]:
+        """GET ``path`` and read its body to the end: (status, body bytes)."""
+        self._sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._head)
+        status = int(self._line().split(b" ", 2)[1])
+        length, chunked = 0, False
+        while line := self._line():
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+        if not chunked:
+            self._skip(length)
+            return status, length
+        total = 0
+        while size := int(self._line().split(b";")[0], 16):
+            self._skip(size + 2)
+            total += size
+        while self._line():  # trailers, then the blank line
+            pass
+        return status, total
+
+
+def kept_alive_gets(target: Target, paths: list[str], accept: str = "application/json",
+                    expect: int = 200) -> list[float]:
+    """Milliseconds per GET over one kept-alive connection read by ``KeptAlive``."""
+    conn = KeptAlive(target, accept)
+    times: list[float] = []
+    try:
+        conn.get(paths[0])  # opens the connection outside the measurement
+        for path in paths:
+            started = time.perf_counter()
+            status, _ = conn.get(path)
+            times.append((time.perf_counter() - started) * 1000)
+            if status != expect:
+                raise RuntimeError(f"GET {path}: {status}")
+    finally:
+        conn.close()
+    return times
+
+
 def _unchunk(data: bytes) -> bytes:
     """The body of a chunked transfer (or ``data`` itself when it is not chunked)."""
     out: list[bytes] = []

@@ -31,12 +31,15 @@ def _choose(name: str) -> ModuleType:
 if TYPE_CHECKING:
     # Type checkers see the pure twins: they are the typed, documented reference.
     from . import protowire_py as protowire
-    from .listenc_py import encode_list_chunks
+    from .listenc_py import bookmark_line, encode_list_chunks, list_body, watch_line
     from .match_py import MatchTable
     from .ring_py import EventRing
 else:
     _listenc = _choose("listenc")
     encode_list_chunks = _listenc.encode_list_chunks
+    list_body = _listenc.list_body
+    watch_line = _listenc.watch_line
+    bookmark_line = _listenc.bookmark_line
     EventRing = _choose("ring").EventRing
     MatchTable = _choose("match").MatchTable
     # The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
@@ -44,4 +47,5 @@ else:
 
 USING_EXTENSIONS = _listenc.__name__.endswith("_c") if not TYPE_CHECKING else False
 
-__all__ = ["USING_EXTENSIONS", "EventRing", "MatchTable", "encode_list_chunks", "protowire"]
+__all__ = ["USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line", "encode_list_chunks", "list_body",
+           "protowire", "watch_line"]

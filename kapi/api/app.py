@@ -270,6 +270,8 @@ async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: 
     headers = [(b"content-type", resp.content_type.encode())]
     if resp.stream is None:
         headers.append((b"content-length", str(len(resp.body)).encode()))
+    elif resp.length is not None:
+        headers.append((b"content-length", str(resp.length).encode()))
     headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
     try:
         await send({"type": "http.response.start", "status": resp.status, "headers": headers})
@@ -287,7 +289,11 @@ async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: 
 
 
 async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Event) -> None:
-    """Stream chunks until done, the client goes away, or the server starts shutting down."""
+    """Stream chunks until done, the client goes away, or the server starts shutting down.
+
+    A stream of known length (a LIST body) is finite and promised whole by its
+    Content-Length: shutting down waits for it as for any in-flight request.
+    """
     assert resp.stream is not None
     stream = resp.stream
     disconnected = False
@@ -318,7 +324,8 @@ async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Ev
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(watch_disconnect)
-        nursery.start_soon(watch_closing)
+        if resp.length is None:
+            nursery.start_soon(watch_closing)
         nursery.start_soon(pump)
     if not disconnected:
         await send({"type": "http.response.body", "body": b"", "more_body": False})

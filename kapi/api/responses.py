@@ -23,6 +23,7 @@ class Response:
     content_type: str = JSON
     headers: list[tuple[str, str]] = field(default_factory=list)
     stream: AsyncIterator[bytes] | None = None
+    length: int | None = None  # a stream's total size when known: sent as Content-Length, no chunked framing
 
 
 def encode(obj: Any, media_type: str = JSON) -> bytes:

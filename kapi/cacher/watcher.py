@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 import orjson
 import trio
 
+from .._fast import bookmark_line, watch_line
 from .. import protobuf
 from ..schema import Schema
 from ..selectors import FieldSelector, LabelSelector
@@ -60,7 +61,8 @@ class Encoder:
         self.schema = schema
         group, _, version = api_version.rpartition("/")
         self.gvk = (group, version, kind)
-        self._type_prefix = b'{"kind":"%s","apiVersion":"%s",' % (kind.encode(), api_version.encode())
+        self._kind, self._api_version = kind.encode(), api_version.encode()
+        self._type_prefix = b'{"kind":"%s","apiVersion":"%s",' % (self._kind, self._api_version)
 
     def typed(self, data: bytes) -> bytes:
         """A list-item JSON object with its kind and apiVersion put back."""
@@ -74,7 +76,7 @@ class Encoder:
         return entry.proto
 
     def line(self, kind: str, data: bytes) -> bytes:
-        return b'{"type":"%s","object":%s}\n' % (kind.encode(), self.typed(data))
+        return watch_line(kind.encode(), self._type_prefix, data)
 
     def entry_event(self, kind: str, entry: Entry, proto: bool) -> bytes:
         if not proto:
@@ -100,14 +102,14 @@ class Encoder:
         return line
 
     def bookmark(self, rv: int, initial_events_end: bool = False, proto: bool = False) -> bytes:
+        if not proto:
+            return bookmark_line(self._kind, self._api_version, rv, initial_events_end)
         md: dict[str, object] = {"resourceVersion": str(rv)}
         if initial_events_end:
             md["annotations"] = {"k8s.io/initial-events-end": "true"}
         obj = {"kind": self.kind, "apiVersion": self.api_version, "metadata": md}
-        if proto:
-            assert self.schema is not None
-            return protobuf.watch_frame("BOOKMARK", protobuf.encode_object(self.schema, obj))
-        return b'{"type":"BOOKMARK","object":%s}\n' % orjson.dumps(obj)
+        assert self.schema is not None
+        return protobuf.watch_frame("BOOKMARK", protobuf.encode_object(self.schema, obj))
 
     def error(self, status: dict[str, object], proto: bool = False) -> bytes:
         if proto:

@@ -448,3 +448,14 @@ async def test_deletecollection_answers_in_yaml_and_protobuf(api: Api) -> None:
     assert r.status == 200
     lst = protobuf.decode_object(load_builtin(), r.body)
     assert lst["kind"] == "ConfigMapList" and [i["metadata"]["name"] for i in lst["items"]] == ["p1"]
+
+
+async def test_list_body_is_sent_with_its_content_length(api: Api) -> None:
+    for i in range(30):
+        r = await api.create("/api/v1/namespaces/default/configmaps",
+                             {"metadata": {"name": f"cm-{i}"}, "data": {"k": "v" * 500}})
+        assert r.status == 201
+    r = await api.request("GET", "/api/v1/namespaces/default/configmaps")
+    assert r.status == 200
+    assert int(r.headers["content-length"]) == len(r.body)
+    assert len(r.json()["items"]) >= 30
