@@ -8,6 +8,7 @@ the ASGI scope does carry, and forgets it when the connection closes.
 
 from __future__ import annotations
 
+import logging
 import ssl
 from dataclasses import dataclass, field
 from functools import partial
@@ -18,6 +19,8 @@ from hypercorn.config import Config as HypercornConfig
 from hypercorn.trio.tcp_server import TCPServer
 from hypercorn.trio.worker_context import WorkerContext
 from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
+
+log = logging.getLogger("kapi")
 
 
 @dataclass
@@ -33,11 +36,29 @@ class PeerCertificates:
 
 
 class _RecordingTCPServer(TCPServer):
-    """hypercorn's TCPServer that remembers the connection's peer certificate."""
+    """hypercorn's TCPServer that remembers the connection's peer certificate.
+
+    It also ends the connection's tasks once the connection is closed: when a
+    keep-alive connection is closed during shutdown while the client's next
+    request has already arrived, hypercorn's read loop otherwise waits forever
+    for a request it will never serve, holding shutdown for the whole grace period.
+    """
 
     peers: PeerCertificates
+    _scope: trio.CancelScope
 
     async def run(self) -> None:
+        self._scope = trio.CancelScope()
+        with self._scope:
+            await self._run()
+
+    async def _close(self) -> None:
+        try:
+            await super()._close()
+        finally:
+            self._scope.cancel()  # nothing can be read or written on a closed connection
+
+    async def _run(self) -> None:
         key = None
         try:
             if isinstance(self.stream, trio.SSLStream):
@@ -91,3 +112,6 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str, peers: Pe
         # Stop accepting; tell keep-alive connections to close; give in-flight requests the graceful timeout.
         await context.terminated.set()
         server_nursery.cancel_scope.deadline = trio.current_time() + config.graceful_timeout
+    if server_nursery.cancel_scope.cancelled_caught:
+        log.warning("connections were still open when the %.0f s shutdown timeout ran out; they were closed",
+                    config.graceful_timeout)

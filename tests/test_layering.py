@@ -17,7 +17,7 @@ LAYERS = {
     "errors": 0, "config": 0,
     "meta": 1, "codec": 1, "listopts": 1, "selectors": 1, "_fast": 1, "schema": 1, "patch": 1,
     "validation": 1, "defaults": 1, "protowire": 1, "managedfields": 1, "protobuf": 1,
-    "storage": 2,
+    "storage": 2, "client": 2,
     "cacher": 3, "metrics": 1,
     "registry": 4, "admission": 4,
     "controllers": 5, "auth": 5, "api": 5, "https": 5, "pki": 1,
