@@ -38,7 +38,6 @@ from _common import (  # noqa: E402
     REPO,
     RESULTS,
     Server,
-    process_cpu_seconds,
     process_rss_bytes,
     start_bare,
     start_kapi,

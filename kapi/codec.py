@@ -22,6 +22,29 @@ def decode_value(data: bytes) -> dict[str, Any]:
     return msgpack.unpackb(data, raw=False, strict_map_key=False)  # type: ignore[no-any-return]
 
 
+def decode_metadata(data: bytes) -> dict[str, Any]:
+    """Only the stored object's ``metadata`` (without ``managedFields``): ``{"metadata": {...}}``.
+
+    Everything else is skipped by msgpack in C, without building it: for a controller
+    that reads owner references and finalizers, a tenth of the cost of a full decode.
+    """
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(data)
+    for _ in range(unpacker.read_map_header()):
+        if unpacker.unpack() != "metadata":
+            unpacker.skip()
+            continue
+        md: dict[str, Any] = {}
+        for _ in range(unpacker.read_map_header()):
+            key = unpacker.unpack()
+            if key == "managedFields":
+                unpacker.skip()
+            else:
+                md[key] = unpacker.unpack()
+        return {"metadata": md}
+    return {"metadata": {}}
+
+
 def to_json(obj: Any) -> bytes:
     return orjson.dumps(obj)
 

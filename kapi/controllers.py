@@ -133,11 +133,24 @@ class NamespaceController:
 DependentKey = tuple[str, str, str, str]  # (group, resource, namespace, name)
 
 
+def _may_need_collecting(stored: bytes) -> bool:
+    """Whether an object already stored at start-up matters to the collector, from its bytes.
+
+    Only dependents (with owner references) and objects being deleted are recorded from
+    the initial state; an owner is looked up when it goes. Objects that are neither (most
+    ConfigMaps, Secrets, Services, namespaces...) are not decoded at all. The keys are
+    strings in the stored msgpack, so a match on them finds every such object and at
+    worst decodes one more (a value that names them).
+    """
+    return b"ownerReferences" in stored or b"deletionTimestamp" in stored
+
+
 class GarbageCollector:
     """Owner references: the ``orphan`` and ``foregroundDeletion`` finalizers, and background deletion.
 
     An index from owner uid to dependents is kept up to date from a watch of every
-    resource. When an owner goes, dependents left without a live owner are deleted;
+    resource that decodes metadata alone (as kube's collector uses metadata-only
+    informers). When an owner goes, dependents left without a live owner are deleted;
     an owner with ``orphan`` has the references to it removed from its dependents;
     an owner with ``foregroundDeletion`` waits until its dependents are gone.
     """
@@ -171,7 +184,8 @@ class GarbageCollector:
         started = False
         while True:
             try:
-                async with aclosing(self.registry.watch(res, "", ListOptions())) as events:
+                async with aclosing(self.registry.watch(res, "", ListOptions(), initial_filter=_may_need_collecting,
+                                                        metadata_only=True)) as events:
                     if not started:
                         started = True
                         task_status.started()

@@ -65,6 +65,9 @@ class Metrics:
             "run value, group, version, resource, subresource, scope and component.",
             ["verb", "dry_run", "group", "version", "resource", "subresource", "scope", "component"],
             registry=r, buckets=_DURATION_BUCKETS)
+        self.rejected_inflight = Counter(
+            "apiserver_dropped_requests", "Number of requests dropped with 'Try again later' response",
+            ["request_kind"], registry=r)
 
     def exposition(self) -> bytes:
         """The text exposition format for ``/metrics``."""

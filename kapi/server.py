@@ -136,6 +136,8 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
         version_info=version,
         max_body_bytes=config.max_body_bytes,
         metrics=registry.metrics,
+        max_requests_inflight=config.max_requests_inflight,
+        max_mutating_requests_inflight=config.max_mutating_requests_inflight,
     )
 
 

@@ -75,11 +75,15 @@ class App:
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
     peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
+    max_requests_inflight: int = 0  # 0: no limit
+    max_mutating_requests_inflight: int = 0
     _chain: Handler | None = None
+    _inflight: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})  # by mutating
 
     def __post_init__(self) -> None:
-        # Outermost first; authorize after authenticate, so a user exists.
-        chain = [self._authenticate, self._authorize]
+        # Outermost first, in kube-apiserver's order: authenticate, limit what is in flight
+        # (system:masters exempt), authorize.
+        chain = [self._authenticate, self._limit_inflight, self._authorize]
         handler: Handler = self._route
         for wrap in reversed(chain):
             handler = wrap(handler)
@@ -107,7 +111,11 @@ class App:
                                                         "from succeeding"))
         if ctx is not None:
             self._observe(ctx, resp.status, time.perf_counter() - started)
-        await _send(resp, scope, receive, send, self.closing)
+        try:
+            await _send(resp, scope, receive, send, self.closing)
+        finally:
+            for done in ctx.on_done if ctx is not None else ():
+                done()
 
     def _observe(self, ctx: RequestContext, code: int, seconds: float) -> None:
         """apiserver_request_total and apiserver_request_duration_seconds (watches: count only)."""
@@ -144,6 +152,31 @@ class App:
             return await inner(ctx)
 
         return authenticate
+
+    def _limit_inflight(self, inner: Handler) -> Handler:
+        """kube-apiserver's max-in-flight filter: at most ``max_requests_inflight`` reads and
+        ``max_mutating_requests_inflight`` writes are served at once; one more is refused at
+        once with 429 and ``Retry-After: 1``. Watches (long-running) and system:masters are
+        not counted. A request holds its place until its whole answer is sent."""
+        limits = {False: self.max_requests_inflight, True: self.max_mutating_requests_inflight}
+
+        async def limit(ctx: RequestContext) -> Response:
+            info = ctx.info
+            if info.verb == "watch" or "system:masters" in (getattr(ctx.user, "groups", None) or ()):
+                return await inner(ctx)
+            mutating = info.verb not in ("get", "list")
+            if limits[mutating] and self._inflight[mutating] >= limits[mutating]:
+                self.metrics.rejected_inflight.labels(request_kind="mutating" if mutating else "readOnly").inc()
+                raise errors.TooManyRequests("Too many requests, please try again later.", retry_after_s=1)
+            self._inflight[mutating] += 1
+
+            def release() -> None:
+                self._inflight[mutating] -= 1
+
+            ctx.on_done.append(release)
+            return await inner(ctx)
+
+        return limit
 
     def _authorize(self, inner: Handler) -> Handler:
         async def authorize(ctx: RequestContext) -> Response:

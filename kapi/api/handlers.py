@@ -6,7 +6,7 @@ import random
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import orjson
 import trio
@@ -46,6 +46,7 @@ class RequestContext:
     user: Any = None
     warnings: list[str] = field(default_factory=list)
     client_cert: bytes | None = None  # DER of the verified TLS client certificate
+    on_done: list[Callable[[], None]] = field(default_factory=list)  # run once the answer is sent
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "")

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kapi._fast
 from kapi.errors import Gone
 
 REPO = Path(__file__).resolve().parents[2]

@@ -6,6 +6,12 @@ from typing import Any
 
 import trio
 
+from kapi import errors
+from kapi.controllers import GarbageCollector
+from kapi.registry.resources import ResourceTable
+from kapi.registry.store import DeleteOptions, Registry, WriteOptions
+from kapi.storage.memory import MemoryStorage
+
 from .conftest import Api
 
 
@@ -76,3 +82,40 @@ async def test_dependent_with_a_live_owner_stays(api: Api) -> None:
     assert (await api.request("GET", "/api/v1/namespaces/default/configmaps/shared")).status == 200
     await api.request("DELETE", "/api/v1/namespaces/default/configmaps/own-b")
     await _wait_gone(api, "/api/v1/namespaces/default/configmaps/shared")
+
+
+async def test_dependents_stored_before_start_up_are_collected_and_nothing_else_is_decoded(
+        nursery: trio.Nursery) -> None:
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable())
+    cms, nss = registry.table.get("", "v1", "configmaps"), registry.table.get("", "v1", "namespaces")
+    assert cms is not None and nss is not None
+    await registry.create(nss, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+                          WriteOptions())
+    owner = await registry.create(cms, "default", {"apiVersion": "v1", "kind": "ConfigMap",
+                                                   "metadata": {"name": "early"}}, WriteOptions())
+    for i in range(3):
+        await registry.create(cms, "default", owned_cm(f"early-dep{i}", owner), WriteOptions())
+    for i in range(20):
+        await registry.create(cms, "default", {"apiVersion": "v1", "kind": "ConfigMap",
+                                               "metadata": {"name": f"plain-{i}"}}, WriteOptions())
+    decoded: list[str] = []
+    decode = registry._decode_metadata
+    registry._decode_metadata = (  # type: ignore[method-assign]
+        lambda res, kv: (decoded.append(kv.key), decode(res, kv))[1])
+    gc = GarbageCollector(registry)
+    await nursery.start(gc.run)
+    # Only the dependents were decoded from the initial state (their metadata alone).
+    assert sorted(decoded) == [f"/registry/configmaps/default/early-dep{i}" for i in range(3)]
+    assert sorted(k[3] for k in gc.owners) == ["early-dep0", "early-dep1", "early-dep2"]
+    await registry.delete(cms, "default", "early", DeleteOptions())
+    for i in range(3):
+        for _ in range(500):
+            try:
+                await registry.get(cms, "default", f"early-dep{i}")
+            except errors.NotFound:
+                break
+            await trio.sleep(0.01)
+        else:
+            raise AssertionError(f"early-dep{i} still exists")

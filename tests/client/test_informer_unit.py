@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -248,3 +249,33 @@ async def test_selectors_go_to_every_request(autojump_clock: trio.abc.Clock, sel
     await run_until(inf, client, 2)
     for _, _, options in client.calls:
         assert options["label_selector"] == selector and options["field_selector"] == "metadata.name=x"
+
+
+async def test_the_collector_is_paused_during_a_sync_and_only_then(autojump_clock: trio.abc.Clock) -> None:
+    seen: list[bool] = []
+
+    class Watching(FakeClient):
+        @asynccontextmanager
+        async def watch(self, res: Resource, namespace: str | None = None, **options: Any) -> AsyncIterator[Any]:
+            async with super().watch(res, namespace, **options) as events:
+                async def recorded() -> AsyncIterator[WatchEvent]:
+                    async for ev in events:
+                        seen.append(gc.isenabled())
+                        yield ev
+                yield recorded()
+
+    assert gc.isenabled()
+    client = Watching([ev("ADDED", "a", 1), httpx.ReadError("reset")],
+                      [ev("ADDED", "a", 1), ev("ADDED", "b", 2), end_bookmark(2), ev("MODIFIED", "a", 3)])
+    inf, _ = informer_for(client)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(inf.run)
+        await trio.sleep(0.5)
+        # The first sync broke off; while the reflector waits its backoff, the collector runs again.
+        assert len(client.calls) == 1 and gc.isenabled()
+        await inf.wait_for_sync()
+        await trio.sleep(0.1)
+        nursery.cancel_scope.cancel()
+    # Off while initial events came (both syncs), on again for the live one.
+    assert seen == [False, False, False, False, True]
+    assert gc.isenabled()
