@@ -45,6 +45,7 @@ __all__ = [
     "default_codec",
     "encode",
     "encode_list",
+    "encode_list_sized",
     "encode_object",
     "encode_status",
     "encode_watch_event",
@@ -551,6 +552,19 @@ def encode_list(
     Raises:
         NotAcceptable: the list kind has no protobuf encoding.
     """
+    return encode_list_sized(schema, list_gvk, list_meta, items, chunk_bytes=chunk_bytes, codec=codec)[1]
+
+
+def encode_list_sized(
+    schema: Schema,
+    list_gvk: GVK | tuple[str, str, str],
+    list_meta: dict[str, Any],
+    items: Sequence[bytes],
+    *,
+    chunk_bytes: int = 1 << 16,
+    codec: Codec | None = None,
+) -> tuple[int, Iterator[bytes]]:
+    """``encode_list``'s chunks with their total length, known before the first byte (a Content-Length)."""
     g = _gvk(list_gvk)
     if not message_name(schema, g):
         raise errors.NotAcceptable(f"the kind {g.kind} has no protobuf encoding")
@@ -559,7 +573,8 @@ def encode_list(
     size = c.wire.encoded_list_size(meta, items)
     type_meta = _len_field(0x0A, g.api_version.encode()) + _len_field(0x12, g.kind.encode())
     head = MAGIC + _len_field(0x0A, type_meta) + b"\x12" + _varint(size)
-    return c.wire.encode_list(meta, items, head, _ENVELOPE_TAIL, chunk_bytes)  # type: ignore[no-any-return]
+    chunks = c.wire.encode_list(meta, items, head, _ENVELOPE_TAIL, chunk_bytes)
+    return len(head) + size + len(_ENVELOPE_TAIL), chunks
 
 
 def encode_status(status: dict[str, Any], codec: Codec | None = None) -> bytes:

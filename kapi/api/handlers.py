@@ -146,9 +146,10 @@ class Handlers:
             return self._respond({"kind": res.list_kind, "apiVersion": res.group_version,
                                     "metadata": list_meta, "items": [_untyped(o) for o in page.objects()]}, out)
         if out.media_type == PROTOBUF:
-            chunks = protobuf.encode_list(self.schema, (res.group, res.version, res.list_kind), list_meta,
-                                          self.registry.protobuf_items(res, page), chunk_bytes=LIST_CHUNK_BYTES)
-            return Response(200, b"", PROTOBUF, stream=_chunks(chunks))
+            length, chunks = protobuf.encode_list_sized(
+                self.schema, (res.group, res.version, res.list_kind), list_meta,
+                self.registry.protobuf_items(res, page), chunk_bytes=LIST_CHUNK_BYTES)
+            return Response(200, b"", PROTOBUF, stream=_chunks(chunks), length=length)
         encoded = page.raw if page.raw is not None else [orjson.dumps(_untyped(o)) for o in page.items]
         return self._list_json(res, encoded, list_meta)
 

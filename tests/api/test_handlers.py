@@ -459,3 +459,7 @@ async def test_list_body_is_sent_with_its_content_length(api: Api) -> None:
     assert r.status == 200
     assert int(r.headers["content-length"]) == len(r.body)
     assert len(r.json()["items"]) >= 30
+    r = await api.request("GET", "/api/v1/namespaces/default/configmaps",
+                          headers={"accept": "application/vnd.kubernetes.protobuf"})
+    assert r.status == 200 and r.headers["content-type"] == "application/vnd.kubernetes.protobuf"
+    assert int(r.headers["content-length"]) == len(r.body) and r.body.startswith(b"k8s\x00")

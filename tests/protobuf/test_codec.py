@@ -217,8 +217,13 @@ def test_list(codec: Codec, schema: Schema) -> None:
         p["metadata"]["name"] = f"p{i}"
     items = [protobuf.encode(schema, ("", "v1", "Pod"), p, codec) for p in pods]
     meta = {"resourceVersion": "1000", "continue": "abc", "remainingItemCount": 0}
-    chunks = list(protobuf.encode_list(schema, ("", "v1", "PodList"), meta, items, chunk_bytes=4096, codec=codec))
+    length, sized = protobuf.encode_list_sized(schema, ("", "v1", "PodList"), meta, items, chunk_bytes=4096,
+                                               codec=codec)
+    chunks = list(sized)
     assert len(chunks) > 10
+    assert length == sum(len(c) for c in chunks)  # sent as the Content-Length
+    assert chunks == list(protobuf.encode_list(schema, ("", "v1", "PodList"), meta, items, chunk_bytes=4096,
+                                               codec=codec))
     back = protobuf.decode_object(schema, b"".join(chunks), codec)
     assert back["kind"] == "PodList" and back["metadata"] == meta
     assert [p["metadata"]["name"] for p in back["items"]] == [f"p{i}" for i in range(30)]
