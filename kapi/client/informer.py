@@ -219,7 +219,7 @@ class SharedInformerFactory:
                            page_size=self.page_size)
             self._informers[k] = inf
         if indexers:
-            missing = {n: f for n, f in indexers.items() if n not in inf.store._indexers}
+            missing = {n: f for n, f in indexers.items() if not inf.store.has_index(n)}
             inf.store.add_indexers(missing)
         if self._nursery is not None:
             self._start(inf)

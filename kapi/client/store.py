@@ -49,6 +49,9 @@ class Store:
             for k, obj in self._items.items():
                 self._file(name, k, obj)
 
+    def has_index(self, name: str) -> bool:
+        return name in self._indexers
+
     def get(self, k: str) -> Obj | None:
         return self._items.get(k)
 

@@ -279,3 +279,13 @@ async def test_the_collector_is_paused_during_a_sync_and_only_then(autojump_cloc
     # Off while initial events came (both syncs), on again for the live one.
     assert seen == [False, False, False, False, True]
     assert gc.isenabled()
+
+
+def test_factory_consumers_add_their_indexes_to_the_shared_store() -> None:
+    factory = SharedInformerFactory(FakeClient())  # type: ignore[arg-type]
+    first = factory.informer(CONFIGMAPS, indexers={"by-a": lambda o: ["a"]})
+    second = factory.informer(CONFIGMAPS, indexers={"by-a": lambda o: ["other"], "by-b": lambda o: ["b"]})
+    assert first is second
+    first.store.upsert(cm("x", 1))
+    assert first.store.index_keys("by-a", "a") == ["default/x"]  # the first definition stays
+    assert first.store.index_keys("by-b", "b") == ["default/x"]
