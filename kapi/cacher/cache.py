@@ -288,6 +288,12 @@ class Cacher:
         if labelled is not None:
             check = Filter(filt.key_prefix, None, filt.field)
         unchecked = check.everything
+        if labelled is not None and unchecked and not limit:
+            # Every labelled key is an answer: take the entries in one pass (a LIST by label
+            # of 5,000 pods spent ~2 ms in the loop below).
+            assert isinstance(view, CacheStore)
+            items = view.entries_of(labelled)
+            keys = iter(())
         for key in keys:
             entry = view.get(key)
             if entry is None:

@@ -148,6 +148,11 @@ class CacheStore:
         slot_keys = self._slot_keys
         return sorted(k for k in (slot_keys[s] for s in slots) if low <= k and (high is None or k < high))
 
+    def entries_of(self, keys: Sequence[str]) -> list[Entry]:
+        """The entries at ``keys`` (every key present), in that order."""
+        get = self._entries.__getitem__
+        return list(map(get, keys))
+
     def indexed_keys(self, field_name: str, value: str) -> list[str] | None:
         """Keys whose indexed field equals ``value``, in key order; None if the field has no index."""
         index = self._indexes.get(field_name)
