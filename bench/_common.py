@@ -526,6 +526,27 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     path.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
+def best_rate(fn: Callable[[], object], seconds: float, repeat: int) -> float:
+    """Calls per second of ``fn``, the best of ``repeat`` timed rounds of about ``seconds``."""
+    n = 1
+    while True:  # size a round
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        took = time.perf_counter() - start
+        if took > seconds / 4:
+            break
+        n *= 2
+    per_round = max(1, int(n * seconds / took))
+    best = 0.0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(per_round):
+            fn()
+        best = max(best, per_round / (time.perf_counter() - start))
+    return best
+
+
 def median(values: list[float]) -> float:
     """The median, 0 for no values."""
     return statistics.median(values) if values else 0.0

@@ -21,37 +21,18 @@ import importlib
 import json
 import platform
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+from _common import best_rate  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"
 CHUNK_BYTES = 1 << 20
 TWINS = {"compiled twin": "kapi._fast.listenc_c", "pure twin": "kapi._fast.listenc_py"}
-
-
-def best_rate(fn: Callable[[], object], seconds: float, repeat: int) -> float:
-    """Calls per second of ``fn``, the best of ``repeat`` timed rounds of about ``seconds``."""
-    n = 1
-    while True:  # size a round
-        start = time.perf_counter()
-        for _ in range(n):
-            fn()
-        took = time.perf_counter() - start
-        if took > seconds / 4:
-            break
-        n *= 2
-    per_round = max(1, int(n * seconds / took))
-    best = 0.0
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(per_round):
-            fn()
-        best = max(best, per_round / (time.perf_counter() - start))
-    return best
 
 
 def pod_items(count: int) -> list[bytes]:

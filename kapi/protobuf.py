@@ -70,17 +70,10 @@ _ENVELOPE_TAIL = b"\x1a\x00\x22\x00"  # contentEncoding="" and contentType="", a
 _SCALAR_KINDS = {"string": 1, "int32": 2, "int64": 3, "bool": 4, "double": 5, "bytes": 6}
 
 
-# ------------------------------------------------------------------ varints (pure, for envelopes)
+# ------------------------------------------------------------------ envelopes
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+_varint = _fast.protowire.encode_varint
 
 
 def _len_field(tag: int, body: bytes) -> bytes:

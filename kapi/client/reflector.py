@@ -101,7 +101,6 @@ class Reflector:
         self.selectors = {"label_selector": label_selector, "field_selector": field_selector}
         self.watch_list = watch_list
         self.page_size = page_size
-        self.initial_list_rv = initial_list_rv
         self.backoff = backoff or Backoff(rand=rand)
         self.min_watch_timeout_s = min_watch_timeout_s
         self._rand = rand

@@ -6,7 +6,6 @@ import importlib
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,26 +16,10 @@ from hypothesis import strategies as st
 
 from kapi.errors import Gone
 
+from .ring_fakes import Ev, FakeClock, revs
+
 REPO = Path(__file__).resolve().parents[2]
 
-
-@dataclass(frozen=True)
-class Ev:
-    revision: int
-
-
-class FakeClock:
-    """A settable clock for the ring's freshness rules."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def revs(events: Any) -> list[int]:
-    return [e.revision for e in events]
 
 
 def fixed(ring: ModuleType, capacity: int) -> Any:

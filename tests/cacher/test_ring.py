@@ -2,31 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from kapi.errors import Gone
 from kapi._fast.ring_py import EventRing
+from tests._fast.ring_fakes import Ev, FakeClock, revs
 
-
-@dataclass(frozen=True)
-class Ev:
-    revision: int
-
-
-class FakeClock:
-    """A settable clock for the ring's freshness rules."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def revs(events: object) -> list[int]:
-    return [e.revision for e in events]  # type: ignore[attr-defined]
 
 
 def fixed(capacity: int, clock: FakeClock | None = None) -> EventRing:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import urllib.parse
+
 import trio
+
+
+def host_port(url: str) -> tuple[str, int]:
+    """The (host, port) an ``https://`` URL points at."""
+    u = urllib.parse.urlsplit(url)
+    return u.hostname or "127.0.0.1", u.port or 443
 
 
 class Proxy:

@@ -11,8 +11,7 @@ import trio
 from kapi.client import (CONFIGMAPS, DEPLOYMENTS, PODS, ApiError, Client, Informer, Resource, load_kubeconfig)
 from tests.e2e.conftest import Server, start_server, stop_server
 
-from .proxy import Proxy
-from .test_informers_e2e import upstream
+from .proxy import Proxy, host_port
 
 pytestmark = pytest.mark.e2e
 
@@ -121,7 +120,7 @@ async def test_quiet_watches_do_not_hold_up_requests_over_http2(server: Server) 
 
 @pytest.mark.parametrize("http2", [True, False], ids=["h2", "http1.1"])
 async def test_a_closed_kept_alive_connection_is_retried_once(server: Server, http2: bool) -> None:
-    proxy = Proxy(upstream(server))
+    proxy = Proxy(host_port(server.url))
     async with trio.open_nursery() as nursery:
         await nursery.start(proxy.run)
         cfg = dataclasses.replace(load_kubeconfig(server.kubeconfig), server=proxy.url)

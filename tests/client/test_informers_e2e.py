@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import random
 import signal
-import urllib.parse
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,12 @@ from kapi.client.informer import Informer
 from kapi.client.objects import key
 from tests.e2e.conftest import Server, start_server, stop_server
 
-from .proxy import Proxy
+from .proxy import Proxy, host_port
 
 pytestmark = pytest.mark.e2e
 
 Obj = dict[str, Any]
 NS = "load"
-
-
-def upstream(srv: Server) -> tuple[str, int]:
-    u = urllib.parse.urlsplit(srv.url)
-    return u.hostname or "127.0.0.1", u.port or 443
 
 
 def via(cfg: ClientConfig, proxy: Proxy) -> ClientConfig:
@@ -174,7 +168,7 @@ class Cluster:
 
     async def start(self, nursery: trio.Nursery) -> ClientConfig:
         self.srv = await trio.to_thread.run_sync(start_server, self.data_dir, *self.flags)
-        self.informer_proxy, self.writer_proxy = Proxy(upstream(self.srv)), Proxy(upstream(self.srv))
+        self.informer_proxy, self.writer_proxy = Proxy(host_port(self.srv.url)), Proxy(host_port(self.srv.url))
         await nursery.start(self.informer_proxy.run)
         await nursery.start(self.writer_proxy.run)
         return load_kubeconfig(self.srv.kubeconfig)
@@ -184,7 +178,7 @@ class Cluster:
         await trio.to_thread.run_sync(stop_server, self.srv, sig)
         await trio.sleep(down_s)
         self.srv = await trio.to_thread.run_sync(start_server, self.data_dir, *self.flags)
-        self.informer_proxy.upstream = self.writer_proxy.upstream = upstream(self.srv)
+        self.informer_proxy.upstream = self.writer_proxy.upstream = host_port(self.srv.url)
 
     def stop(self) -> None:
         if self.srv is not None:
