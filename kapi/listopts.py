@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+import re
 from dataclasses import dataclass
 
 import orjson
@@ -13,6 +14,31 @@ from . import errors
 from .meta import parse_resource_version
 
 TOKEN_VERSION = "meta.k8s.io/v1"
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+UINT64_MAX = (1 << 64) - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int64(value: str) -> int:
+    """A query parameter as kube-apiserver's conversion reads an int64 (Go's ``strconv.ParseInt(s, 10, 64)``).
+
+    Raises:
+        BadRequest: with Go's message, for anything but an optionally signed run of ASCII
+            digits, or a value outside int64 (Python's ``int()`` takes spaces, ``_`` and
+            non-ASCII digits, and any size).
+    """
+    if not _DECIMAL.fullmatch(value):
+        raise errors.BadRequest(f"strconv.ParseInt: parsing {_go_quote(value)}: invalid syntax")
+    number = int(value)
+    if not INT64_MIN <= number <= INT64_MAX:
+        raise errors.BadRequest(f"strconv.ParseInt: parsing {_go_quote(value)}: value out of range")
+    return number
+
+
+def _go_quote(value: str) -> str:
+    """Go's ``%q`` of a string, for the usual printable cases (kube's messages quote values so)."""
+    return orjson.dumps(value[:1000]).decode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +68,7 @@ def decode_continue(token: str) -> ContinueToken:
         raise errors.BadRequest("continue key is not valid: server does not recognize this encoded version")
     rv = data.get("rv")
     start = data.get("start")
-    if not isinstance(rv, int) or rv == 0:
+    if not isinstance(rv, int) or rv == 0 or not INT64_MIN <= rv <= INT64_MAX:  # kube decodes it as int64
         raise errors.BadRequest("continue key is not valid: incorrect encoded start resourceVersion "
                                 "(version meta.k8s.io/v1)")
     if not isinstance(start, str) or not start:
@@ -90,19 +116,9 @@ def _list_options_invalid(field: str, value: str, detail: str) -> errors.Invalid
 
 def parse_list_options(query: dict[str, str]) -> ListOptions:
     """Build and validate ListOptions from a query (SEMANTICS §1.1)."""
-    limit = 0
-    if "limit" in query and query["limit"] != "":
-        try:
-            limit = int(query["limit"])
-        except ValueError:
-            raise errors.BadRequest(f'limit: Invalid value: "{query["limit"]}": must be an integer') from None
-        limit = max(limit, 0)
-    timeout: int | None = None
-    if query.get("timeoutSeconds"):
-        try:
-            timeout = int(query["timeoutSeconds"])
-        except ValueError:
-            raise errors.BadRequest(f'timeoutSeconds: Invalid value: "{query["timeoutSeconds"]}"') from None
+    # kube-apiserver converts both with strconv.ParseInt(s, 10, 64) and answers its error as 400.
+    limit = max(parse_int64(query["limit"]), 0) if query.get("limit") else 0
+    timeout = parse_int64(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
     sie: bool | None = None
     if "sendInitialEvents" in query:
         sie = _bool(query["sendInitialEvents"])
@@ -119,7 +135,11 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
         timeout_seconds=timeout,
     )
     if opts.resource_version and opts.resource_version != "0":
-        parse_resource_version(opts.resource_version)
+        rv = parse_resource_version(opts.resource_version)
+        if rv > UINT64_MAX:  # storage parses it with strconv.ParseUint(s, 10, 64)
+            quoted = _go_quote(opts.resource_version)
+            raise errors.BadRequest(f"invalid resource version: resourceVersion: Invalid value: {quoted}: "
+                                    f"strconv.ParseUint: parsing {quoted}: value out of range")
     match = opts.resource_version_match
     if match:
         if not opts.resource_version and not (opts.watch and sie is not None):

@@ -55,3 +55,45 @@ def test_watch_flag_spellings() -> None:
     for v in ("1", "true", "True"):
         assert parse_list_options({"watch": v}).watch
     assert not parse_list_options({"watch": "false"}).watch
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ({"limit": "99999999999999999999999"},
+     'strconv.ParseInt: parsing "99999999999999999999999": value out of range'),
+    ({"limit": "9223372036854775808"}, 'strconv.ParseInt: parsing "9223372036854775808": value out of range'),
+    ({"timeoutSeconds": "4" * 400}, f'strconv.ParseInt: parsing "{"4" * 400}": value out of range'),
+    ({"timeoutSeconds": "-9223372036854775809"},
+     'strconv.ParseInt: parsing "-9223372036854775809": value out of range'),
+    ({"limit": "ten"}, 'strconv.ParseInt: parsing "ten": invalid syntax'),
+    ({"limit": " 5"}, 'strconv.ParseInt: parsing " 5": invalid syntax'),
+    ({"limit": "1_000"}, 'strconv.ParseInt: parsing "1_000": invalid syntax'),
+    ({"timeoutSeconds": "\u0661\u0662"}, 'strconv.ParseInt: parsing "\u0661\u0662": invalid syntax'),
+])
+def test_integer_parameters_are_int64_or_400(query: dict[str, str], message: str) -> None:
+    """Issue 10: out-of-range limit/timeoutSeconds were 500s (OverflowError in SQLite, in the deadline)."""
+    with pytest.raises(errors.BadRequest) as exc:
+        parse_list_options(query)
+    assert exc.value.message == message
+
+
+def test_integer_parameters_at_the_int64_bounds() -> None:
+    """Issue 10: the int64 extremes themselves parse, as Go's ParseInt takes them."""
+    assert parse_list_options({"limit": "9223372036854775807"}).limit == 2**63 - 1
+    assert parse_list_options({"limit": "+7"}).limit == 7
+    assert parse_list_options({"limit": "-3"}).limit == 0
+    assert parse_list_options({"timeoutSeconds": "-9223372036854775808"}).timeout_seconds == -2**63
+
+
+def test_resource_version_beyond_uint64_is_400() -> None:
+    """Issue 10: kube's storage parses resourceVersion with ParseUint(s, 10, 64)."""
+    assert parse_list_options({"resourceVersion": str(2**64 - 1)}).resource_version == str(2**64 - 1)
+    with pytest.raises(errors.BadRequest) as exc:
+        parse_list_options({"resourceVersion": str(2**64)})
+    assert "value out of range" in exc.value.message
+
+
+def test_continue_token_revision_beyond_int64_is_400() -> None:
+    """Issue 10: the token's rv is an int64 in kube; a larger one must not reach storage."""
+    raw = b'{"v":"meta.k8s.io/v1","rv":18446744073709551615,"start":"a"}'
+    with pytest.raises(errors.BadRequest):
+        decode_continue(base64.urlsafe_b64encode(raw).decode().rstrip("="))
