@@ -4,6 +4,12 @@ All three take decoded JSON documents and return a new document; the inputs are
 never mutated and the result shares no containers with them. Errors are the
 ``kapi.errors`` that kube-apiserver's patch handler answers with: an undecodable
 patch is 400 BadRequest, a JSON patch that does not apply is 422 Invalid.
+
+No patch can cost more than its size suggests (issue 10): a JSON patch has at
+most ``MAX_JSON_PATCH_OPERATIONS`` operations and its ``copy`` operations may
+add at most ``max_copy_bytes`` in all (kube-apiserver's ``JSONPatchMaxCopyBytes``,
+the maximum request body size); every recursive walk stops at ``MAX_DEPTH``
+levels with a 4xx, and list merges look elements up by key, not by scanning.
 """
 
 from __future__ import annotations
@@ -13,10 +19,12 @@ from typing import Any
 
 import orjson
 
-from kapi.errors import BadRequest, InternalError, Invalid, StatusError
+from kapi.errors import BadRequest, InternalError, Invalid, RequestEntityTooLarge, StatusError
 from kapi.schema import GVK, FieldDef, Schema
 
 __all__ = [
+    "DEFAULT_MAX_COPY_BYTES",
+    "MAX_DEPTH",
     "MAX_JSON_PATCH_OPERATIONS",
     "PatchError",
     "apply_json_patch",
@@ -25,6 +33,11 @@ __all__ = [
 ]
 
 MAX_JSON_PATCH_OPERATIONS = 10000
+# kube-apiserver's JSONPatchMaxCopyBytes defaults to its maximum request body size, 3 MiB.
+DEFAULT_MAX_COPY_BYTES = 3 * 1024 * 1024
+# The deepest value a patch may produce or walk: orjson, which stores every object,
+# cannot encode more than 254 levels, and the walks below recurse once per level.
+MAX_DEPTH = 250
 
 # kube-apiserver drops the json-patch library's message and answers with the
 # generic 422 text; the detail travels as the exception's __cause__.
@@ -40,22 +53,74 @@ class PatchError(Exception):
     """Why a patch did not apply, in the words of the Go libraries."""
 
 
+def _dump(value: Any) -> bytes:
+    """``value`` as JSON; a value nested too deep to encode is a ``PatchError``."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: "Recursion limit reached"
+        raise PatchError(f"the value is nested more than {MAX_DEPTH} levels deep") from None
+
+
 def _copy(value: Any) -> Any:
     """A deep copy of a decoded JSON value (orjson round trip: fast and exact)."""
-    return orjson.loads(orjson.dumps(value))
+    return orjson.loads(_dump(value))
 
 
-def _json_equal(a: Any, b: Any) -> bool:
+def _copy_or_400(value: Any) -> Any:
+    try:
+        return _copy(value)
+    except PatchError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+def _too_deep() -> BadRequest:
+    return BadRequest(f"the patch is nested more than {MAX_DEPTH} levels deep")
+
+
+def _check_depth(value: Any) -> None:
+    """Raise BadRequest if ``value`` nests more than ``MAX_DEPTH`` levels (no recursion)."""
+    level: list[Any] = [value]
+    for _ in range(MAX_DEPTH + 1):
+        level = [
+            child
+            for node in level
+            if isinstance(node, (dict, list))
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return
+    raise _too_deep()
+
+
+def _json_equal(a: Any, b: Any, depth: int = 0) -> bool:
     """JSON equality: ``true`` is not ``1``, ``1`` equals ``1.0``."""
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
+    if depth > MAX_DEPTH:
+        raise _too_deep()
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(v, b[k]) for k, v in a.items())
+        return a.keys() == b.keys() and all(_json_equal(v, b[k], depth + 1) for k, v in a.items())
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_json_equal(x, y, depth + 1) for x, y in zip(a, b))
     return type(a) is type(b) and a == b
+
+
+def _canon(value: Any, depth: int = 0) -> Any:
+    """A hashable key with ``_json_equal``'s equality (``true`` is not ``1``; key order ignored)."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, dict):
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        return ("m", frozenset((k, _canon(v, depth + 1)) for k, v in value.items()))
+    if isinstance(value, list):
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        return ("l", tuple(_canon(v, depth + 1) for v in value))
+    return value
 
 
 # ------------------------------------------------------------ JSON patch
@@ -158,7 +223,28 @@ def _replace(doc: Any, path: str, value: Any) -> Any:
     return doc
 
 
-def _apply_op(doc: Any, op: dict[str, Any]) -> Any:
+class _CopyBudget:
+    """What the ``copy`` operations of one patch may still add, in bytes of JSON."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, value: Any) -> Any:
+        """A copy of ``value``, counted against the budget (json-patch's deepCopy size)."""
+        raw = _dump(value)
+        self.used += len(raw)
+        if self.limit > 0 and self.used > self.limit:
+            raise PatchError(
+                f"Unable to complete the copy, the accumulated size increase of copy is {self.used}, "
+                f"exceeding the limit {self.limit}"
+            )
+        return orjson.loads(raw)
+
+
+def _apply_op(doc: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
     kind = op.get("op")
     path = op.get("path")
     if path is None:
@@ -180,7 +266,7 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> Any:
                 raise PatchError(f'move operation: "from" {source} is a prefix of "path" {path}')
             doc, value = _remove(doc, source)
         else:
-            value = _copy(_get(doc, source))
+            value = budget.take(_get(doc, source))
         return _add(doc, path, value)
     if kind == "test":
         try:
@@ -195,57 +281,74 @@ def _apply_op(doc: Any, op: dict[str, Any]) -> Any:
     raise PatchError(f"Unexpected kind: {kind}")
 
 
-def apply_json_patch(doc: Any, patch_ops: Any) -> Any:
+def apply_json_patch(doc: Any, patch_ops: Any, *, max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES) -> Any:
     """Apply an RFC 6902 JSON patch (a decoded list of operations) to ``doc``.
 
+    ``max_copy_bytes`` bounds the JSON that all ``copy`` operations together may
+    add (0: no bound), as json-patch's ``AccumulatedCopySizeLimit`` does.
+
     Raises:
-        BadRequest: the patch is not a list of operation objects, or is too long.
-        Invalid: an operation does not apply (a failed ``test`` included).
+        BadRequest: the patch is not a list of operation objects.
+        RequestEntityTooLarge: the patch has more than ``MAX_JSON_PATCH_OPERATIONS``.
+        Invalid: an operation does not apply (a failed ``test``, the copy budget
+            spent, a result nested too deep included).
     """
     if not isinstance(patch_ops, list) or not all(isinstance(op, dict) for op in patch_ops):
         shape = "object" if isinstance(patch_ops, dict) else "value"
         raise BadRequest(f"json: cannot unmarshal {shape} into Go value of type jsonpatch.Patch")
     if len(patch_ops) > MAX_JSON_PATCH_OPERATIONS:
-        raise BadRequest(
-            f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
-            f"got {len(patch_ops)}"
+        raise RequestEntityTooLarge(
+            f"Request entity too large: The allowed maximum operations in a JSON patch is "
+            f"{MAX_JSON_PATCH_OPERATIONS}, got {len(patch_ops)}"
         )
-    result = _copy(doc)
-    for op in patch_ops:
-        try:
-            result = _apply_op(result, op)
-        except PatchError as exc:
-            raise Invalid(_JSON_PATCH_FAILED) from exc
+    budget = _CopyBudget(max_copy_bytes)
+    try:
+        result = _copy(doc)
+        for op in patch_ops:
+            result = _apply_op(result, op, budget)
+        # moves can nest a value one level deeper per operation: the result must stay encodable
+        _dump(result)
+    except PatchError as exc:
+        raise Invalid(_JSON_PATCH_FAILED) from exc
     return result
 
 
 # ----------------------------------------------------------- merge patch
 
 
-def _merge(target: Any, patch: Any) -> Any:
+def _merge(target: Any, patch: Any, depth: int = 0) -> Any:
     """RFC 7386 MergePatch on values we own (the result may reuse ``target``)."""
     if not isinstance(patch, dict):
         return patch
+    if depth > MAX_DEPTH:
+        raise _too_deep()
     if not isinstance(target, dict):
         target = {}
     for key, value in patch.items():
         if value is None:
             target.pop(key, None)
         else:
-            target[key] = _merge(target.get(key), value)
+            target[key] = _merge(target.get(key), value, depth + 1)
     return target
 
 
 def apply_merge_patch(doc: Any, patch: Any) -> Any:
-    """Apply an RFC 7386 JSON merge patch: objects merge, ``null`` deletes, the rest replaces."""
-    return _merge(_copy(doc), _copy(patch))
+    """Apply an RFC 7386 JSON merge patch: objects merge, ``null`` deletes, the rest replaces.
+
+    Raises:
+        BadRequest: the patch is nested more than ``MAX_DEPTH`` levels deep.
+    """
+    _check_depth(patch)
+    return _merge(_copy_or_400(doc), _copy_or_400(patch))
 
 
 # ------------------------------------------------ strategic merge patch
 
 
-def _go_format(value: Any) -> str:
+def _go_format(value: Any, depth: int = 0) -> str:
     """``%v`` of a decoded JSON value as Go prints it, for error messages."""
+    if depth > MAX_DEPTH:
+        raise _too_deep()
     if value is None:
         return "<nil>"
     if isinstance(value, bool):
@@ -253,9 +356,9 @@ def _go_format(value: Any) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_format(value[k])}" for k in sorted(value)) + "]"
+        return "map[" + " ".join(f"{k}:{_go_format(value[k], depth + 1)}" for k in sorted(value)) + "]"
     if isinstance(value, list):
-        return "[" + " ".join(_go_format(v) for v in value) + "]"
+        return "[" + " ".join(_go_format(v, depth + 1) for v in value) + "]"
     return str(value)
 
 
@@ -285,6 +388,7 @@ class _Merger:
             return shape.values
         return None
 
+    # The walks recurse along the patch, at most two calls a level: _check_depth bounds them.
     def fresh(self, value: Any, shape: FieldDef | None) -> Any:
         """A patch value that lands where nothing was: directives applied, nulls dropped."""
         if isinstance(value, dict):
@@ -324,7 +428,8 @@ class _Merger:
             current = original[key]
             if delete_list:
                 if isinstance(current, list) and isinstance(value, list):
-                    original[key] = [x for x in current if not any(_json_equal(x, v) for v in value)]
+                    gone = {_canon(v) for v in value}
+                    original[key] = [x for x in current if _canon(x) not in gone]
                 else:
                     raise BadRequest("invalid patch format of primitive list")
             elif isinstance(current, dict) and isinstance(value, dict):
@@ -402,14 +507,23 @@ class _Merger:
         original, patch = self._special_elements(original, patch, merge_key, items)
         # The live order is the list before new elements are appended, so those sort first.
         server_order = list(original)
+        # by merge key, first element wins (a scan would make the merge quadratic)
+        where: dict[Any, int] = {}
+        for i, o in enumerate(original):
+            if isinstance(o, dict) and merge_key in o:
+                where.setdefault(_canon(o[merge_key]), i)
         for item in patch:
             if not isinstance(item, dict) or merge_key not in item:
                 raise _no_merge_key(item, merge_key)
-            at = _find(original, merge_key, item[merge_key])
+            key = _canon(item[merge_key])
+            at = where.get(key, -1)
             if at >= 0:
                 original[at] = self.merge_map(original[at], item, items)
             else:
-                original.append(self.fresh(item, items))
+                fresh = self.fresh(item, items)
+                if isinstance(fresh, dict) and merge_key in fresh:
+                    where.setdefault(_canon(fresh[merge_key]), len(original))
+                original.append(fresh)
         in_patch, server_only = _partition(original, patch, merge_key)
         return _normalize_order(in_patch, server_only, patch, server_order, merge_key)
 
@@ -418,6 +532,7 @@ class _Merger:
     ) -> tuple[list[Any], list[Any]]:
         """Apply ``$patch`` list elements; returns (original, patch without them)."""
         plain: list[Any] = []
+        deleted: set[Any] = set()
         replace = False
         for item in patch:
             if not isinstance(item, dict) or _DIRECTIVE not in item:
@@ -427,17 +542,17 @@ class _Merger:
             if directive == "delete":
                 if merge_key not in item:
                     raise _no_merge_key(item, merge_key)
-                original = [
-                    o
-                    for o in original
-                    if not (isinstance(o, dict) and _json_equal(o.get(merge_key), item[merge_key]))
-                ]
+                deleted.add(_canon(item[merge_key]))
             elif directive == "replace":
                 replace = True
             elif directive == "merge":
                 raise _internal("merging lists cannot yet be specified in the patch")
             else:
                 raise _internal(f"unknown patch type: {_go_format(directive)} in map: {_go_format(item)}")
+        if deleted:
+            original = [
+                o for o in original if not (isinstance(o, dict) and _canon(o.get(merge_key)) in deleted)
+            ]
         if replace:
             return [self.fresh(item, items) for item in plain], []
         return original, plain
@@ -445,7 +560,7 @@ class _Merger:
 
 def _scalar_key(value: Any) -> Any:
     # bool and number must not collide (True == 1 in Python); 1 and 1.0 should.
-    return (type(value) is bool, value) if not isinstance(value, (dict, list)) else orjson.dumps(value)
+    return _canon(value)
 
 
 def _dedupe(values: list[Any]) -> list[Any]:
@@ -457,13 +572,6 @@ def _dedupe(values: list[Any]) -> list[Any]:
             seen.add(k)
             out.append(v)
     return out
-
-
-def _find(items: list[Any], merge_key: str, value: Any) -> int:
-    for i, item in enumerate(items):
-        if isinstance(item, dict) and merge_key in item and _json_equal(item[merge_key], value):
-            return i
-    return -1
 
 
 def _index_fn(order: list[Any], merge_key: str) -> Callable[[Any], int]:
@@ -551,7 +659,8 @@ def apply_strategic_merge_patch(doc: Any, patch: Any, schema: Schema, gvk: GVK |
         gvk = GVK(*gvk)
     t = schema.type_for(gvk.group, gvk.version, gvk.kind)
     root = FieldDef(name="", type="object", ref=t.name) if t is not None else None
-    original = _copy(doc)
+    _check_depth(patch)
+    original = _copy_or_400(doc)
     if not isinstance(original, dict):
         original = {}
-    return _Merger(schema).merge_map(original, _copy(patch), root)
+    return _Merger(schema).merge_map(original, _copy_or_400(patch), root)

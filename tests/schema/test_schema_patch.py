@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kapi.errors import BadRequest, InternalError, Invalid
+from kapi.errors import BadRequest, InternalError, Invalid, RequestEntityTooLarge
 from kapi.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from kapi.schema import load_builtin
 
@@ -89,8 +89,9 @@ def test_json_patch_undecodable_is_bad_request(patch: Any) -> None:
 
 
 def test_json_patch_operation_limit() -> None:
+    # kube-apiserver answers 413 RequestEntityTooLarge (issue 10)
     ops = [{"op": "test", "path": "", "value": {}}] * 10001
-    with pytest.raises(BadRequest, match="maximum operations in a JSON patch is 10000, got 10001"):
+    with pytest.raises(RequestEntityTooLarge, match="maximum operations in a JSON patch is 10000, got 10001"):
         apply_json_patch({}, ops)
 
 
