@@ -33,7 +33,9 @@ class Resource:
     tracks_generation: bool = False
     # PUT of a missing object creates it.
     create_on_update: bool = False
-    # DELETE answers with the object rather than a success Status.
+    # DELETE answers with the object rather than a success Status: kube's registry store sets
+    # ReturnDeletedObject for namespaces, pods, services, serviceaccounts, persistentvolumes and
+    # persistentvolumeclaims (and podtemplates, resourcequotas and the storage.k8s.io kinds, not served).
     delete_returns_object: bool = False
     # Not stored: a create is answered by the server (access reviews, self subject reviews).
     virtual: bool = False
@@ -85,17 +87,18 @@ BUILTIN: tuple[Resource, ...] = (
     _r("", "v1", "secrets", "Secret"),
     _r("", "v1", "services", "Service", short_names=("svc",), categories=_ALL, subresources=("status",),
        storage_prefix="services/specs",
-       verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")),
-    _r("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",)),
+       verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+       delete_returns_object=True),
+    _r("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), delete_returns_object=True),
     _r("", "v1", "endpoints", "Endpoints", short_names=("ep",), storage_prefix="services/endpoints",
        create_on_update=True),
     _r("", "v1", "events", "Event", short_names=("ev",), cacheable=False,
        create_on_update=True),
     _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
        subresources=("status",),
-       tracks_generation=True),
+       tracks_generation=True, delete_returns_object=True),
     _r("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, short_names=("pv",),
-       subresources=("status",)),
+       subresources=("status",), delete_returns_object=True),
     # apps/v1
     _r("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=_ALL,
        subresources=("status", "scale"), generation_on_annotations=True,

@@ -79,3 +79,45 @@ def test_pagination(api_client: Any, namespace: str) -> None:
     assert seen == [f"s{i}" for i in range(7)]
     secret = core.read_namespaced_secret("s3", namespace)
     assert secret.type == "Opaque" and secret.data == {"k": "Mw=="}
+
+
+def test_deletes_return_the_deleted_object(api_client: Any, namespace: str) -> None:
+    """Issue 10: kube's registries with ReturnDeletedObject answer DELETE with the object, and the
+    client's delete_namespaced_service() etc. deserialize it as that kind (a Status failed)."""
+    core = client.CoreV1Api(api_client)
+    core.create_namespaced_service(namespace, client.V1Service(
+        metadata=client.V1ObjectMeta(name="s"), spec=client.V1ServiceSpec(ports=[client.V1ServicePort(port=80)])))
+    svc = core.delete_namespaced_service("s", namespace)
+    assert isinstance(svc, client.V1Service) and svc.metadata.name == "s" and svc.spec.ports[0].port == 80
+    core.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="sa")))
+    sa = core.delete_namespaced_service_account("sa", namespace)
+    assert isinstance(sa, client.V1ServiceAccount) and sa.metadata.name == "sa"
+    core.create_namespaced_persistent_volume_claim(namespace, client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name="c"),
+        spec=client.V1PersistentVolumeClaimSpec(access_modes=["ReadWriteOnce"],
+                                                resources=client.V1VolumeResourceRequirements(
+                                                    requests={"storage": "1Gi"}))))
+    pvc = core.delete_namespaced_persistent_volume_claim("c", namespace)
+    assert isinstance(pvc, client.V1PersistentVolumeClaim) and pvc.metadata.name == "c"
+    pv_name = f"pv-{namespace}"
+    core.create_persistent_volume(client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name=pv_name),
+        spec=client.V1PersistentVolumeSpec(capacity={"storage": "1Gi"}, access_modes=["ReadWriteOnce"],
+                                           host_path=client.V1HostPathVolumeSource(path="/tmp/pv"))))
+    pv = core.delete_persistent_volume(pv_name)
+    assert isinstance(pv, client.V1PersistentVolume) and pv.metadata.name == pv_name
+    core.create_namespaced_pod(namespace, client.V1Pod(
+        metadata=client.V1ObjectMeta(name="p"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")])))
+    pod = core.delete_namespaced_pod("p", namespace)
+    assert isinstance(pod, client.V1Pod) and pod.metadata.name == "p"
+    for read in (lambda: core.read_namespaced_service("s", namespace),
+                 lambda: core.read_namespaced_service_account("sa", namespace),
+                 lambda: core.read_persistent_volume(pv_name)):
+        with pytest.raises(ApiException) as exc:
+            read()
+        assert exc.value.status == 404
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="cm")))
+    status = core.delete_namespaced_config_map("cm", namespace)
+    # this client models a delete's Status as a plain object
+    assert status["kind"] == "Status" and status["status"] == "Success" and status["details"]["name"] == "cm"
