@@ -18,8 +18,116 @@ def encode_value(obj: dict[str, Any]) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
+class CorruptObject(errors.StorageError):
+    """A stored value kapi cannot serve as an object: not msgpack, not a map, or metadata of the wrong types.
+
+    kube-apiserver's "corrupt object" (a value that fails to transform or decode); ``key`` names it.
+    """
+
+
 def decode_value(data: bytes) -> dict[str, Any]:
-    return msgpack.unpackb(data, raw=False, strict_map_key=False)  # type: ignore[no-any-return]
+    """A stored value as a dict; ``CorruptObject`` if it is not msgpack or not a map."""
+    try:
+        obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises ValueError, TypeError and its own errors for bad bytes
+        raise CorruptObject(f"not a msgpack value: {exc}") from None
+    if not isinstance(obj, dict):
+        raise CorruptObject(f"not an object: a msgpack {type(obj).__name__}")
+    return obj  # type: ignore[no-any-return]
+
+
+def decode_object(data: bytes) -> dict[str, Any]:
+    """A stored object whose ``metadata`` has the types Go's ObjectMeta decodes; ``CorruptObject`` otherwise."""
+    obj = decode_value(data)
+    for name in ("kind", "apiVersion"):
+        if name in obj and not isinstance(obj[name], str):
+            raise CorruptObject(f"{name}: want a string, got {_type_name(obj[name])}")
+    md = obj.get("metadata")
+    if md is not None:
+        check_metadata(md)
+    return obj
+
+
+def check_json(obj: dict[str, Any]) -> None:
+    """``CorruptObject`` unless ``obj`` encodes as JSON (msgpack can hold bytes, extension types, int keys)."""
+    try:
+        orjson.dumps(obj)
+    except orjson.JSONEncodeError as exc:
+        raise CorruptObject(f"not JSON-compatible: {exc}") from None
+
+
+# ObjectMeta's fields by JSON type (as k8s.io/apimachinery's types.go declares them); None (JSON null)
+# decodes to the zero value in Go, so it passes too.
+_STRING_FIELDS = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",
+                  "creationTimestamp", "deletionTimestamp")
+_INT_FIELDS = ("generation", "deletionGracePeriodSeconds")
+_REF_STRINGS = ("apiVersion", "kind", "name", "uid")
+_REF_BOOLS = ("controller", "blockOwnerDeletion")
+
+
+def check_metadata(md: Any) -> None:
+    """Raise ``CorruptObject`` unless ``md`` decodes as a Go ``ObjectMeta`` (unknown fields are ignored, as Go does)."""
+    if not isinstance(md, dict):
+        raise CorruptObject(f"metadata: want an object, got {_type_name(md)}")
+    for name in _STRING_FIELDS:
+        v = md.get(name)
+        if v is not None and not isinstance(v, str):
+            raise CorruptObject(f"metadata.{name}: want a string, got {_type_name(v)}")
+    for name in _INT_FIELDS:
+        v = md.get(name)
+        if v is not None and (type(v) is not int):
+            raise CorruptObject(f"metadata.{name}: want an integer, got {_type_name(v)}")
+    for name in ("labels", "annotations"):
+        v = md.get(name)
+        if v is None:
+            continue
+        if not isinstance(v, dict):
+            raise CorruptObject(f"metadata.{name}: want a map of strings, got {_type_name(v)}")
+        for k, val in v.items():
+            if not isinstance(k, str) or not isinstance(val, str):
+                raise CorruptObject(f"metadata.{name}: want a map of strings, got {_type_name(k)} key "
+                                    f"with {_type_name(val)} value")
+    finalizers = md.get("finalizers")
+    if finalizers is not None and (not isinstance(finalizers, list)
+                                   or not all(isinstance(f, str) for f in finalizers)):
+        raise CorruptObject(f"metadata.finalizers: want a list of strings, got {_type_name(finalizers)}")
+    refs = md.get("ownerReferences")
+    if refs is not None:
+        if not isinstance(refs, list):
+            raise CorruptObject(f"metadata.ownerReferences: want a list, got {_type_name(refs)}")
+        for i, ref in enumerate(refs):
+            if not isinstance(ref, dict):
+                raise CorruptObject(f"metadata.ownerReferences[{i}]: want an object, got {_type_name(ref)}")
+            for name in _REF_STRINGS:
+                v = ref.get(name)
+                if v is not None and not isinstance(v, str):
+                    raise CorruptObject(f"metadata.ownerReferences[{i}].{name}: want a string, "
+                                        f"got {_type_name(v)}")
+            for name in _REF_BOOLS:
+                v = ref.get(name)
+                if v is not None and not isinstance(v, bool):
+                    raise CorruptObject(f"metadata.ownerReferences[{i}].{name}: want a boolean, "
+                                        f"got {_type_name(v)}")
+    managed = md.get("managedFields")
+    if managed is not None and (not isinstance(managed, list) or not all(isinstance(m, dict) for m in managed)):
+        raise CorruptObject(f"metadata.managedFields: want a list of objects, got {_type_name(managed)}")
+
+
+def _type_name(v: Any) -> str:
+    """The JSON name of a decoded value's type, as Go's decoder words it."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (list, tuple)):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
 
 
 def decode_metadata(data: bytes) -> dict[str, Any]:
@@ -28,6 +136,15 @@ def decode_metadata(data: bytes) -> dict[str, Any]:
     Everything else is skipped by msgpack in C, without building it: for a controller
     that reads owner references and finalizers, a tenth of the cost of a full decode.
     """
+    try:
+        return _decode_metadata(data)
+    except CorruptObject:
+        raise
+    except Exception as exc:  # msgpack's errors for a value that is not a map (of maps)
+        raise CorruptObject(f"not an object with metadata: {exc}") from None
+
+
+def _decode_metadata(data: bytes) -> dict[str, Any]:
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
     unpacker.feed(data)
     for _ in range(unpacker.read_map_header()):

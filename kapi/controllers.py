@@ -52,7 +52,12 @@ class NamespaceController:
                             if kind == "ERROR":
                                 break
                             if kind in ("ADDED", "MODIFIED"):
-                                await self._sync(ns)
+                                try:
+                                    await self._sync(ns)
+                                except Exception:
+                                    # One namespace that cannot be synced must not stop the others.
+                                    log.exception("namespace controller: sync of %s failed",
+                                                  _name_of(ns))
                             if not started:
                                 started = True
                                 task_status.started()
@@ -93,25 +98,36 @@ class NamespaceController:
             pass
 
     async def _finalize(self, name: str) -> None:
-        """Delete everything in the namespace, then drop the ``kubernetes`` finalizer."""
+        """Delete everything in the namespace, then drop the ``kubernetes`` finalizer (retried on failure)."""
+        retry = 0.5
         try:
-            delay = 0.05
-            while await self._delete_contents(name):
-                await trio.sleep(delay)
-                delay = min(delay * 2, 2.0)
-
-            def drop_finalizer(ns: Obj) -> Obj:
-                spec = ns.setdefault("spec", {})
-                spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != FINALIZER]
-                return ns
-
-            try:
-                await self.registry.guaranteed_update(self.namespaces, "", name, drop_finalizer, WriteOptions(),
-                                                      subresource="finalize")
-            except errors.NotFound:
-                pass
+            while True:
+                try:
+                    await self._finalize_once(name)
+                    return
+                except Exception:  # a failed pass is retried, as kube's controller requeues with backoff
+                    log.exception("namespace controller: emptying %s failed; retrying in %.1fs", name, retry)
+                await trio.sleep(retry)
+                retry = min(retry * 2, 30.0)
         finally:
             self._finalizing.discard(name)
+
+    async def _finalize_once(self, name: str) -> None:
+        delay = 0.05
+        while await self._delete_contents(name):
+            await trio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+        def drop_finalizer(ns: Obj) -> Obj:
+            spec = ns.setdefault("spec", {})
+            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != FINALIZER]
+            return ns
+
+        try:
+            await self.registry.guaranteed_update(self.namespaces, "", name, drop_finalizer, WriteOptions(),
+                                                  subresource="finalize")
+        except errors.NotFound:
+            pass
 
     async def _delete_contents(self, namespace: str) -> int:
         """One pass over every namespaced resource; returns how many objects remain."""
@@ -131,6 +147,14 @@ class NamespaceController:
 
 
 DependentKey = tuple[str, str, str, str]  # (group, resource, namespace, name)
+
+
+def _name_of(obj: Any) -> str:
+    """``namespace/name`` of an object for a log line, whatever shape it has."""
+    md = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(md, dict):
+        return "?"
+    return f"{md.get('namespace') or ''}/{md.get('name')}".lstrip("/")
 
 
 def _may_need_collecting(stored: bytes) -> bool:
@@ -192,7 +216,13 @@ class GarbageCollector:
                     async for kind, obj in events:
                         if kind == "ERROR":
                             break
-                        self._observe(res, kind, obj)
+                        try:
+                            self._observe(res, kind, obj)
+                        except Exception:
+                            # The registry only hands out checked metadata; should anything still
+                            # slip through, one object must not stop the collector.
+                            log.exception("garbage collector: %s %s %s left out", res.qualified, kind,
+                                          _name_of(obj))
             except errors.KapiError:
                 log.exception("garbage collector: watch of %s failed; restarting", res.qualified)
             if not started:
@@ -235,7 +265,7 @@ class GarbageCollector:
                     await self._process(what, key)
                 except errors.StatusError as err:
                     log.info("garbage collector: %s %s: %s", what, key, err.message)
-                except errors.KapiError:
+                except Exception:  # one object that cannot be processed must not stop the others
                     log.exception("garbage collector: %s %s failed", what, key)
             await trio.sleep(0)
 

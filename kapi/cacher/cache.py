@@ -16,6 +16,7 @@ from functools import partial
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
+import orjson
 import trio
 
 from .. import codec, errors
@@ -33,6 +34,7 @@ FRESHNESS_WAIT_S = 3.0  # consistent reads and "not older than" waits
 PROGRESS_INTERVAL_S = 0.1
 BOOKMARK_TICK_S = 1.0
 MIN_WATCH_CHANNEL = 100
+RESTART_BACKOFF_S = (0.1, 30.0)  # a failed list or watch is retried after this, doubling to the cap
 MakeEntry = Callable[[bytes, int], Entry]
 
 
@@ -102,12 +104,14 @@ class Cacher:
         self._budget = TimeBudget()
         self._down_since = trio.current_time()
         self._labels = {"group": group, "resource": resource}
+        self._reported: set[tuple[str, int]] = set()  # values make_entry refused, logged once each
 
     # ----------------------------------------------------------- reflector
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """List, then watch; relist when the watch breaks or history was compacted."""
         started = False
+        backoff = RESTART_BACKOFF_S[0]
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._bookmark_loop)
             while True:
@@ -116,13 +120,19 @@ class Cacher:
                     if not started:
                         started = True
                         task_status.started()
+                    backoff = RESTART_BACKOFF_S[0]
                     async with self.storage.watch(self.prefix, revision) as events:
                         async for ev in events:
                             await self._process(ev)
                 except (errors.RevisionCompacted, errors.StorageUnavailable) as exc:
                     log.info("watch cache %s: %s; relisting", self.resource, exc)
+                except Exception:
+                    # A bug or a value nobody foresaw: the cache must not take the server down.
+                    # As kube's reflector does, start again from a fresh list (with backoff).
+                    log.exception("watch cache %s failed; relisting in %.1fs", self.resource, backoff)
                 self._become_unready()
-                await trio.sleep(0.1)
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
 
     async def _relist(self) -> int:
         entries: list[Entry] = []
@@ -132,7 +142,10 @@ class Cacher:
             page = await self.storage.list(self.prefix, revision=revision, start=start, limit=RELIST_PAGE)
             revision = page.revision
             with codec.paused_gc():
-                entries.extend(self.make_entry(kv.value, kv.revision) for kv in page.items)
+                for kv in page.items:
+                    entry = self._entry(kv.key, kv.value, kv.revision)
+                    if entry is not None:
+                        entries.append(entry)
             if not page.more or not page.items:
                 break
             start = page.items[-1].key + "\x00"
@@ -158,20 +171,49 @@ class Cacher:
             self._rv_changed.set()
             self._rv_changed = trio.Event()
 
+    def _entry(self, key: str, value: bytes, revision: int) -> Entry | None:
+        """The cache entry of a stored value; None for one that cannot be served (logged once).
+
+        Such a value (not msgpack, not an object, metadata Go's decoder would refuse, not
+        JSON-compatible) is left out of the cache: LISTs and WATCHes do not show it, exactly as
+        a LIST from storage leaves it out, and a GET (from storage) answers 500 naming the key.
+        Serving it with its fields emptied would hand clients a made-up object, and serving it
+        as stored would fail every Go client's decode of the whole list it is in.
+        """
+        try:
+            return self.make_entry(value, revision)
+        except Exception as exc:
+            if (key, revision) not in self._reported:
+                if len(self._reported) >= 10_000:
+                    self._reported.clear()
+                self._reported.add((key, revision))
+                log.error("watch cache %s: corrupt object left out: key %s revision %d: %s: %s", self.resource,
+                          key, revision, type(exc).__name__, exc)
+            return None
+
     async def _process(self, ev: Event) -> None:
         if ev.type == "PROGRESS":
             self._set_rv(ev.revision)
             return
+        entry: Entry | None
         if ev.type == "DELETED":
             prev = self.store.delete(ev.key)
-            assert ev.prev_value is not None
-            entry = self.make_entry(ev.prev_value, ev.revision)
+            entry = self._entry(ev.key, ev.prev_value, ev.revision) if ev.prev_value is not None else None
+            if entry is None and prev is not None:
+                entry = _gone_at(prev, ev.revision)
             kind = "DELETED"
         else:
-            assert ev.value is not None
-            entry = self.make_entry(ev.value, ev.revision)
-            prev = self.store.put(entry)
-            kind = "MODIFIED" if prev is not None else "ADDED"
+            entry = self._entry(ev.key, ev.value, ev.revision) if ev.value is not None else None
+            if entry is None:
+                # Turned corrupt: it leaves the cache, and watchers see it go with its last good state.
+                prev = self.store.delete(ev.key)
+                entry, kind = (_gone_at(prev, ev.revision) if prev is not None else None), "DELETED"
+            else:
+                prev = self.store.put(entry)
+                kind = "MODIFIED" if prev is not None else "ADDED"
+        if entry is None:
+            self._set_rv(ev.revision)  # nothing any watcher could see changed
+            return
         cev = CacheEvent(kind, ev.key, ev.revision, entry, prev)
         capacity = self.ring.capacity
         self.ring.append(cev)
@@ -461,6 +503,13 @@ class Cacher:
                 if w.bookmark_due(now) and self.rv >= w.min_revision:
                     w.offer(self.encoder.bookmark(self.rv, proto=w.protobuf))  # dropped when full, as kube does
                     w.bookmark_sent(now)
+
+
+def _gone_at(prev: Entry, revision: int) -> Entry:
+    """The last state of an object that went at ``revision``, carrying that resourceVersion."""
+    obj = orjson.loads(prev.data)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
+    return Entry(prev.key, prev.namespace, prev.name, revision, prev.labels, prev.fields, orjson.dumps(obj))
 
 
 def _prefix_end(prefix: str) -> str | None:

@@ -8,6 +8,7 @@ status and scale subresources; and it turns ``StorageError`` into API errors.
 from __future__ import annotations
 
 import copy
+import logging
 import sys
 from contextlib import aclosing
 import ipaddress
@@ -36,6 +37,7 @@ from .resources import Resource, ResourceTable
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj]
+log = logging.getLogger("kapi.registry")
 
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -59,6 +61,9 @@ class DeleteOptions:
     orphan_dependents: bool | None = None
     precondition_uid: str = ""
     precondition_rv: str = ""
+    # DeleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential: remove an object that cannot be
+    # decoded, without reading it (no preconditions, finalizers or grace period).
+    ignore_store_read_error: bool = False
 
 
 @dataclass(slots=True)
@@ -113,6 +118,7 @@ class Registry:
     metrics: Metrics = field(default_factory=Metrics)
     cachers: dict[tuple[str, str], Cacher] = field(default_factory=dict)
     _ip_lock: trio.Lock = field(default_factory=trio.Lock)
+    _reported: set[tuple[str, int]] = field(default_factory=set)  # corrupt (key, revision) pairs logged
 
     # ------------------------------------------------------------ helpers
 
@@ -129,16 +135,66 @@ class Registry:
             return found
         return res
 
-    def _decode(self, res: Resource, kv: KeyValue) -> Obj:
-        obj = codec.decode_value(kv.value)
-        meta.metadata(obj)["resourceVersion"] = str(kv.revision)
-        return convert.from_storage(res, obj)
+    # What storage holds may not be an object kapi can serve (written by an older kapi, by another
+    # etcd client, or damaged on disk): ``_decode`` raises ``CorruptObject`` naming the key. Reads of
+    # one object answer kube-apiserver's 500 for it (``_decode_one``); LIST and WATCH leave it out and
+    # log it once (``_skip_corrupt``), so that no consumer ever sees a value Go's decoder would refuse.
+
+    def _decode(self, res: Resource, kv: KeyValue, json_safe: bool = True) -> Obj:
+        """The stored object as ``res`` serves it; ``json_safe``: check that it encodes as JSON too."""
+        try:
+            obj = codec.decode_object(kv.value)
+            if json_safe:
+                codec.check_json(obj)
+            meta.metadata(obj)["resourceVersion"] = str(kv.revision)
+            return convert.from_storage(res, obj)
+        except codec.CorruptObject as exc:
+            raise codec.CorruptObject(str(exc), key=kv.key, revision=kv.revision) from None
 
     @staticmethod
     def _decode_metadata(res: Resource, kv: KeyValue) -> Obj:
-        obj = codec.decode_metadata(kv.value)
+        try:
+            obj = codec.decode_metadata(kv.value)
+            codec.check_metadata(obj["metadata"])
+        except codec.CorruptObject as exc:
+            raise codec.CorruptObject(str(exc), key=kv.key, revision=kv.revision) from None
         obj["metadata"]["resourceVersion"] = str(kv.revision)
         return obj
+
+    def _decode_one(self, res: Resource, kv: KeyValue) -> Obj:
+        """One object read to answer a request: a corrupt one is kube-apiserver's 500 for it."""
+        try:
+            return self._decode(res, kv)
+        except codec.CorruptObject as exc:
+            self._skip_corrupt(exc)
+            raise corrupt_object_error(exc) from None
+
+    def _skip_corrupt(self, exc: codec.CorruptObject) -> None:
+        """Log a corrupt stored object once per (key, revision), as kube's decode-error metric counts it."""
+        seen = (exc.key, exc.revision)
+        if seen in self._reported:
+            return
+        if len(self._reported) >= 10_000:
+            self._reported.clear()
+        self._reported.add(seen)
+        log.error("corrupt object in storage, left out of lists and watches: key %s revision %d: %s",
+                  exc.key, exc.revision, exc)
+
+    def _decoded_match(self, res: Resource, sel: Selection, kv: KeyValue,
+                       decode: Callable[[Resource, KeyValue], Obj]) -> Obj | None:
+        """The object at ``kv`` if it decodes and ``sel`` takes it; None (and logged once) if corrupt."""
+        try:
+            obj = decode(res, kv)
+            if sel.everything:
+                return obj
+            # A value of the wrong type under spec or status (a selectable field) is corrupt too.
+            try:
+                return obj if self.matches(res, sel, obj) else None
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise codec.CorruptObject(f"selectable fields: {exc}", key=kv.key, revision=kv.revision) from None
+        except codec.CorruptObject as exc:
+            self._skip_corrupt(exc)
+            return None
 
     def _encode(self, res: Resource, obj: Obj) -> bytes:
         stored = convert.to_storage(res, obj)
@@ -195,14 +251,16 @@ class Registry:
                 raise self._not_found(res, name)
             obj: Obj = orjson.loads(cacher.encoder.typed(entry.data))
             return obj
-        return self._decode(res, await self.get_kv(res, namespace, name))
+        return self._decode_one(res, await self.get_kv(res, namespace, name))
 
     # -------------------------------------------------------------- cache
 
     def make_cacher(self, res: Resource, *, capacity: int, indexed_fields: tuple[str, ...] = ()) -> Cacher:
         """The watch cache of ``res`` (not started); the server runs it and the registry uses it."""
         def make_entry(value: bytes, revision: int) -> Entry:
-            obj = self._decode(res, KeyValue("", value, revision, 0))
+            # Raises CorruptObject (or any error of a value nobody foresaw): the cacher leaves the key
+            # out of its state and logs it once (see Cacher._entry).
+            obj = self._decode(res, KeyValue("", value, revision, 0), json_safe=False)  # dumped below
             md = obj["metadata"]
             # orjson's buffer is larger than its output: keep an exact copy, the cache holds it long.
             data = bytes(memoryview(orjson.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})))
@@ -291,9 +349,11 @@ class Registry:
             with codec.paused_gc():
                 for kv in result.items:
                     last_key = kv.key
-                    obj = self._decode(res, kv)
-                    if sel.everything or self.matches(res, sel, obj):
-                        items.append(obj)
+                    # A corrupt object is left out, as the watch cache leaves it out: a LIST gives the
+                    # same answer from either (kube-apiserver answers 500 StoreReadError naming the keys).
+                    found = self._decoded_match(res, sel, kv, self._decode)
+                    if found is not None:
+                        items.append(found)
                         if limit and len(items) == limit:
                             break
             if limit and len(items) == limit and (result.more or last_key != result.items[-1].key):
@@ -457,8 +517,12 @@ class Registry:
         result = await self.storage.list(self.prefix(svc_res, ""))
         used = set()
         for kv in result.items:
-            ip = codec.decode_value(kv.value).get("spec", {}).get("clusterIP")
-            if ip:
+            try:
+                spec = codec.decode_value(kv.value).get("spec")
+            except codec.CorruptObject:
+                continue
+            ip = spec.get("clusterIP") if isinstance(spec, dict) else None
+            if ip and isinstance(ip, str):
                 used.add(ip)
         return used
 
@@ -502,7 +566,7 @@ class Registry:
         for _ in range(_GUARANTEED_UPDATE_TRIES):
             if kv is None:
                 kv = await self.get_kv(res, namespace, name)
-            old = self._decode(res, kv)
+            old = self._decode_one(res, kv)
             new = mutate(copy.deepcopy(old))
             new = self._prepare_update(res, new, old, subresource)
             self._track_fields(res, old, new, opts, subresource)
@@ -643,7 +707,22 @@ class Registry:
                                    name=name, kind="namespaces")
         for _ in range(_GUARANTEED_UPDATE_TRIES):
             kv = await self.get_kv(res, namespace, name)
-            obj = self._decode(res, kv)
+            try:
+                obj = self._decode(res, kv)
+            except codec.CorruptObject as exc:
+                if not opts.ignore_store_read_error:
+                    self._skip_corrupt(exc)
+                    raise corrupt_object_error(exc) from None
+                done = await self._delete_corrupt(key, kv, opts)
+                if done is None:
+                    continue
+                return done
+            if opts.ignore_store_read_error:
+                # kube-apiserver: the option is only for objects that cannot be read.
+                raise errors.invalid(res.resource, res.group, name, [errors.Cause(
+                    "FieldValueInvalid", "Invalid value: true: is exclusively used to delete corrupt "
+                    "object(s), try again by removing this option",
+                    "ignoreStoreReadErrorWithClusterBreakingPotential")])
             md = obj["metadata"]
             if opts.precondition_uid and opts.precondition_uid != md.get("uid"):
                 raise errors.conflict(res.resource, res.group, name,
@@ -672,6 +751,18 @@ class Registry:
             new["metadata"]["resourceVersion"] = str(rev)
             return DeleteResult(new, False)
         raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+
+    async def _delete_corrupt(self, key: str, kv: KeyValue, opts: DeleteOptions) -> DeleteResult | None:
+        """kube-apiserver's unsafe deletion of a corrupt object: no preconditions, no finalizers, no object back."""
+        log.warning("unsafe deletion of corrupt object %s (revision %d)", key, kv.revision)
+        gone = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+        if opts.dry_run:
+            return DeleteResult(gone, True)
+        try:
+            await self.storage.delete(key, kv.revision)
+        except (errors.RevisionConflict, errors.KeyNotFound):
+            return None  # changed or went meanwhile: read it again
+        return DeleteResult(gone, True)
 
     def _deletion_update(self, res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None:
         """The object as it stays after this DELETE, or None if it goes now."""
@@ -757,9 +848,9 @@ class Registry:
 
     # -------------------------------------------------------------- watch
 
-    async def watch(self, res: Resource, namespace: str, opts: ListOptions,
-                    initial_filter: Callable[[bytes], bool] | None = None,
-                    metadata_only: bool = False) -> AsyncIterator[tuple[str, Obj]]:
+    def watch(self, res: Resource, namespace: str, opts: ListOptions,
+              initial_filter: Callable[[bytes], bool] | None = None,
+              metadata_only: bool = False) -> AsyncIterator[tuple[str, Obj]]:
         """Watch events from storage with selector transitions (SEMANTICS §2.1, §2.5).
 
         rv unset or "0": ADDED for every current object, then changes; rv=N: changes after N.
@@ -767,45 +858,58 @@ class Registry:
         the initial ADDED events without being decoded (later changes all come).
         ``metadata_only``: each object is ``{"metadata": ...}`` alone (no managedFields), decoded
         at a fraction of the cost, for controllers that read only metadata (no selectors then).
+
+        The options are checked here, before the first event is asked for: a bad selector or
+        resourceVersion is a 400 before the response starts, not a stream cut after its 200.
         """
         sel = self.selection(res, opts)
         if metadata_only and not sel.everything:
             raise ValueError("a metadata-only watch takes no selectors")
-        decode = self._decode_metadata if metadata_only else self._decode
-        prefix = self.prefix(res, namespace)
-        if opts.resource_version in ("", "0"):
+        from_rev = None
+        if opts.resource_version not in ("", "0"):
+            from_rev = meta.parse_resource_version(opts.resource_version)
+        return self._watch_events(res, self.prefix(res, namespace), sel, from_rev, initial_filter,
+                                  self._decode_metadata if metadata_only else self._decode)
+
+    async def _watch_events(self, res: Resource, prefix: str, sel: Selection, from_rev: int | None,
+                            initial_filter: Callable[[bytes], bool] | None,
+                            decode: Callable[[Resource, KeyValue], Obj]) -> AsyncIterator[tuple[str, Obj]]:
+        if from_rev is None:
             page = await self.storage.list(prefix)
+            from_rev = page.revision
             items = page.items if initial_filter is None else [kv for kv in page.items if initial_filter(kv.value)]
+            large = len(page.items) > _DECODE_CHUNK
+            del page  # the stored bytes of the whole list: only ``items`` is needed now
             for first in range(0, len(items), _DECODE_CHUNK):
                 # Decoded a chunk at a time: a controller watching everything never holds it all at once.
                 with codec.paused_gc():
-                    chunk = [obj for obj in (decode(res, kv) for kv in items[first:first + _DECODE_CHUNK])
-                             if sel.everything or self.matches(res, sel, obj)]
+                    chunk = [obj for obj in (self._decoded_match(res, sel, kv, decode)
+                                             for kv in items[first:first + _DECODE_CHUNK]) if obj is not None]
                 for obj in chunk:
                     yield "ADDED", obj
-            from_rev = page.revision
-            if len(page.items) > _DECODE_CHUNK:
+                chunk = []
+            items = []
+            if large:
                 # The stored bytes of the whole list are garbage now: give their pages back.
-                del page, items, chunk
                 codec.release_free_memory()
-        else:
-            from_rev = int(opts.resource_version)
         try:
             async with self.storage.watch(prefix, from_rev) as events:
                 async for ev in events:
                     if ev.type == "PROGRESS":
                         continue
-                    new = decode(res, KeyValue(ev.key, ev.value, ev.revision, ev.create_revision)) \
+                    # A corrupt value is seen as absent: an object that turns corrupt goes (DELETED
+                    # with its last good state), one that turns good again comes back (ADDED).
+                    new = self._decoded_match(res, sel, KeyValue(ev.key, ev.value, ev.revision,
+                                                                 ev.create_revision), decode) \
                         if ev.value is not None else None
-                    old = decode(res, KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision)) \
+                    old = self._decoded_match(res, sel, KeyValue(ev.key, ev.prev_value, ev.revision,
+                                                                 ev.create_revision), decode) \
                         if ev.prev_value is not None else None
-                    new_ok = new is not None and (sel.everything or self.matches(res, sel, new))
-                    old_ok = old is not None and (sel.everything or self.matches(res, sel, old))
-                    if new_ok and (ev.type == "ADDED" or not old_ok):
-                        yield "ADDED", new  # type: ignore[misc]
-                    elif new_ok:
-                        yield "MODIFIED", new  # type: ignore[misc]
-                    elif old_ok and old is not None:
+                    if new is not None and (ev.type == "ADDED" or old is None):
+                        yield "ADDED", new
+                    elif new is not None:
+                        yield "MODIFIED", new
+                    elif old is not None:
                         yield "DELETED", old
         except errors.RevisionCompacted as exc:
             gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
@@ -822,6 +926,8 @@ class Registry:
         if cacher is None:
             return _storage_watch_lines(self.watch(res, namespace, opts), self.schema if proto else None)
         sel = self.selection(res, opts)
+        if opts.resource_version not in ("", "0"):
+            meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
         filt = self._filter(res, namespace, sel)
         try:
             start = await cacher.watch(opts, filt, deadline, proto)
@@ -972,6 +1078,13 @@ def _selector_string(selector: Obj) -> str:
         elif op == "DoesNotExist":
             parts.append(f"!{expr['key']}")
     return ",".join(sorted(parts))
+
+
+def corrupt_object_error(exc: codec.CorruptObject) -> errors.InternalError:
+    """kube-apiserver's answer for an object it cannot decode (storeerr: corrupt object -> InternalError)."""
+    detail = (f"StorageError: corrupt object, Code: 7, Key: {exc.key}, ResourceVersion: 0, "
+              f"AdditionalErrorMsg: object not decodable revision={exc.revision}: {exc}")
+    return errors.InternalError(f"Internal error occurred: {detail}", causes=[errors.Cause(message=detail)])
 
 
 def too_large_rv(rv: int, current: int) -> errors.ServerTimeout:

@@ -1,0 +1,94 @@
+"""Issue 10: the registry's storage-backed watch at start-up sizes, and its eager option checks."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from kapi import codec, errors
+from kapi.controllers import GarbageCollector, _may_need_collecting
+from kapi.listopts import ListOptions
+from kapi.metrics import Metrics
+from kapi.registry.resources import ResourceTable
+from kapi.registry.store import _DECODE_CHUNK, Registry
+from kapi.storage.memory import MemoryStorage
+
+
+@pytest.fixture
+async def registry(nursery: trio.Nursery) -> Registry:
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    return Registry(storage, ResourceTable(), metrics=Metrics())
+
+
+async def put_configmaps(registry: Registry, count: int) -> None:
+    for i in range(count):
+        await registry.storage.create(f"/registry/configmaps/default/cm-{i:05d}", codec.encode_value(
+            {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": f"cm-{i:05d}", "namespace": "default"}}))
+
+
+async def test_more_than_a_chunk_of_objects_none_needing_collection(registry: Registry) -> None:
+    """Issue 10 defect 1: 504 ConfigMaps without owners; ``del page, items, chunk`` raised UnboundLocalError."""
+    await put_configmaps(registry, _DECODE_CHUNK + 4)
+    res = registry.table.get("", "v1", "configmaps")
+    assert res is not None
+    events = registry.watch(res, "", ListOptions(), initial_filter=_may_need_collecting, metadata_only=True)
+    got = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            async def write_later() -> None:
+                await trio.sleep(0.2)  # after the initial list
+                await registry.storage.create("/registry/configmaps/default/late", codec.encode_value(
+                    {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "late", "namespace": "default"}}))
+            nursery.start_soon(write_later)
+            async for kind, obj in events:
+                # The initial state yields nothing (no owners, nothing being deleted); the next event is live.
+                got.append((kind, obj["metadata"]["name"]))
+                break
+    await events.aclose()  # type: ignore[attr-defined]
+    assert got == [("ADDED", "late")]
+
+
+async def test_more_than_a_chunk_with_selector_matching_none(registry: Registry) -> None:
+    """Issue 10: a full watch over more than a chunk whose selector matches nothing still goes live."""
+    await put_configmaps(registry, _DECODE_CHUNK + 4)
+    res = registry.table.get("", "v1", "configmaps")
+    assert res is not None
+    events = registry.watch(res, "default", ListOptions(label_selector="app=none"))
+    with trio.move_on_after(0.5) as scope:
+        async for _ in events:
+            pytest.fail("nothing matches")
+    assert scope.cancelled_caught
+    await events.aclose()  # type: ignore[attr-defined]
+
+
+async def test_garbage_collector_starts_over_many_objects_without_owners(registry: Registry,
+                                                                         nursery: trio.Nursery) -> None:
+    """Issue 10 defect 1, as start-up meets it: the collector's watches start."""
+    await put_configmaps(registry, _DECODE_CHUNK + 4)
+    with trio.fail_after(20):
+        await nursery.start(GarbageCollector(registry).run)
+
+
+@pytest.mark.parametrize("resource", ["events", "configmaps"])
+@pytest.mark.parametrize("opts", [
+    ListOptions(label_selector="a in (", watch=True),
+    ListOptions(label_selector="!!x", watch=True),
+    ListOptions(field_selector="spec.nope=x", watch=True),
+    ListOptions(field_selector="metadata.name", watch=True),
+    ListOptions(resource_version="abc", watch=True),
+    ListOptions(resource_version="-1", watch=True),
+], ids=["label-in", "label-bang", "field-unknown", "field-no-op", "rv-abc", "rv-negative"])
+async def test_invalid_watch_options_fail_before_the_stream(registry: Registry, resource: str,
+                                                            opts: ListOptions) -> None:
+    """Issue 10 defect 6: a watch of events (served from storage) answered 200, then cut the stream.
+
+    ``watch_lines`` must raise the 400 itself, before any line is asked for.
+    """
+    res = registry.table.get("", "v1", resource)
+    assert res is not None
+    if resource == "configmaps":
+        cacher = registry.make_cacher(res, capacity=10)
+        cacher.ready = True  # its options are checked before it is asked anything
+    with pytest.raises(errors.BadRequest):
+        await registry.watch_lines(res, "default", opts, deadline=trio.current_time() + 10)
