@@ -37,12 +37,21 @@ cdef bytes _fill(bytes head, list items, Py_ssize_t lo, Py_ssize_t hi, bint comm
 
 def encode_list_chunks(bytes head, items, bytes tail, Py_ssize_t chunk_bytes):
     """Yield ``head + b",".join(items) + tail`` in chunks of about ``chunk_bytes``."""
-    return list_body(head, items, tail, chunk_bytes)[1]
+    return _sized_chunks(head, items, tail, chunk_bytes)[1]
 
 
 def list_body(bytes head, items, bytes tail, Py_ssize_t chunk_bytes):
-    """The length of ``head + b",".join(items) + tail`` (a Content-Length sent before the body)
-    and its chunks, as ``encode_list_chunks`` yields them.
+    """The HTTP body of a JSON list: ``head + b",".join(items) + tail`` and the newline Go's
+    ``json.Encoder`` ends kube-apiserver's JSON bodies with.
+
+    Returns its length (a Content-Length sent before the body) and its chunks, as
+    ``encode_list_chunks`` yields them.
+    """
+    return _sized_chunks(head, items, tail + b"\n", chunk_bytes)
+
+
+cdef tuple _sized_chunks(bytes head, items, bytes tail, Py_ssize_t chunk_bytes):
+    """The length of ``head + b",".join(items) + tail`` and its chunks.
 
     One pass checks the items, sums their sizes and records where each chunk ends;
     the chunks are then filled one at a time as they are asked for.

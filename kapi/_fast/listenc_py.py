@@ -30,8 +30,13 @@ def encode_list_chunks(head: bytes, items: Sequence[bytes], tail: bytes, chunk_b
 
 
 def list_body(head: bytes, items: Sequence[bytes], tail: bytes, chunk_bytes: int) -> tuple[int, Iterator[bytes]]:
-    """The length of ``head + b",".join(items) + tail`` (a Content-Length sent before the body)
-    and its chunks, as ``encode_list_chunks`` yields them."""
+    """The HTTP body of a JSON list: ``head + b",".join(items) + tail`` and the newline Go's
+    ``json.Encoder`` ends kube-apiserver's JSON bodies with.
+
+    Returns its length (a Content-Length sent before the body) and its chunks, as
+    ``encode_list_chunks`` yields them.
+    """
+    tail += b"\n"
     size = len(head) + sum(map(len, items)) + max(0, len(items) - 1) + len(tail)
     return size, encode_list_chunks(head, items, tail, chunk_bytes)
 

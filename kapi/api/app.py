@@ -28,6 +28,8 @@ log = logging.getLogger("kapi.api")
 Handler = Callable[[RequestContext], Awaitable[Response]]
 Scope = dict[str, Any]
 _PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+_IMPERSONATION_HEADERS = {"impersonate-user": "Impersonate-User", "impersonate-group": "Impersonate-Group",
+                          "impersonate-uid": "Impersonate-Uid"}
 
 
 @dataclass
@@ -81,9 +83,9 @@ class App:
     _inflight: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})  # by mutating
 
     def __post_init__(self) -> None:
-        # Outermost first, in kube-apiserver's order: authenticate, limit what is in flight
-        # (system:masters exempt), authorize.
-        chain = [self._authenticate, self._limit_inflight, self._authorize]
+        # Outermost first, in kube-apiserver's order: authenticate, impersonate (refused for now),
+        # limit what is in flight (system:masters exempt), authorize.
+        chain = [self._authenticate, self._refuse_impersonation, self._limit_inflight, self._authorize]
         handler: Handler = self._route
         for wrap in reversed(chain):
             handler = wrap(handler)
@@ -95,7 +97,7 @@ class App:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return
         started = time.perf_counter()
         ctx = None
@@ -111,6 +113,13 @@ class App:
                                                         "from succeeding"))
         if ctx is not None:
             self._observe(ctx, resp.status, time.perf_counter() - started)
+        if scope["type"] == "websocket":
+            try:
+                await _refuse_upgrade(resp, ctx, send)
+            finally:
+                for done in ctx.on_done if ctx is not None else ():
+                    done()
+            return
         try:
             await _send(resp, scope, receive, send, self.closing)
         finally:
@@ -130,12 +139,12 @@ class App:
             self.metrics.request_duration.labels(**labels).observe(seconds)
 
     async def _context(self, scope: Scope, receive: Any) -> RequestContext:
+        # The first value of a repeated header wins, as Go's Header.Get reads it: a proxy in front
+        # that checks the first Authorization must not see another user than kapi does.
         headers: dict[str, str] = {}
         for k, v in scope.get("headers", []):
-            name = k.decode("latin-1").lower()
-            value = v.decode("latin-1")
-            headers[name] = f"{headers[name]},{value}" if name in headers and name == "accept" else value
-        method = scope["method"]
+            headers.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
+        method = "GET" if scope["type"] == "websocket" else scope["method"]
         path = scope.get("path", "/")
         query = parse_query(scope.get("query_string", b""))
         info = request_info(method, path, query)
@@ -152,6 +161,20 @@ class App:
             return await inner(ctx)
 
         return authenticate
+
+    def _refuse_impersonation(self, inner: Handler) -> Handler:
+        """Impersonation headers are refused, not ignored, until the chain implements impersonation:
+        a client asking to act as another user must not silently act as itself."""
+
+        async def refuse(ctx: RequestContext) -> Response:
+            asked = sorted({_IMPERSONATION_HEADERS.get(name, "Impersonate-Extra-*") for name in ctx.headers
+                            if name in _IMPERSONATION_HEADERS or name.startswith("impersonate-extra-")})
+            if asked:
+                raise errors.Forbidden(f"impersonation is not supported yet: this server refuses requests that "
+                                       f"carry {', '.join(asked)}")
+            return await inner(ctx)
+
+        return refuse
 
     def _limit_inflight(self, inner: Handler) -> Handler:
         """kube-apiserver's max-in-flight filter: at most ``max_requests_inflight`` reads and
@@ -194,6 +217,10 @@ class App:
     async def _route(self, ctx: RequestContext) -> Response:
         info = ctx.info
         if info.is_resource:
+            if info.verb == "watch" and ctx.method != "GET":
+                # A /watch/ path names the watch verb whatever the method (so it is authorized as
+                # one); kube-apiserver serves it only for GET.
+                raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
             return await self.handlers.handle(ctx)
         path = ctx.path.rstrip("/") or "/"
         if ctx.method not in ("GET", "HEAD"):
@@ -331,6 +358,8 @@ async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Ev
     stream = resp.stream
     disconnected = False
     async with trio.open_nursery() as nursery:
+        if resp.deadline is not None:
+            nursery.cancel_scope.deadline = resp.deadline  # ends a watch cleanly at its timeoutSeconds
 
         async def watch_disconnect() -> None:
             nonlocal disconnected
@@ -362,6 +391,28 @@ async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Ev
         nursery.start_soon(pump)
     if not disconnected:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _refuse_upgrade(resp: Response, ctx: RequestContext | None, send: Any) -> None:
+    """Answer a WebSocket upgrade request over plain HTTP (ASGI's websocket.http.response).
+
+    kapi upgrades nothing (no exec, attach, port-forward, nor watch over WebSocket): the
+    request gets what the same GET gets, as kube-apiserver answers handlers that do not
+    upgrade (404 for a missing pod or an unserved subresource). A watch, whose answer
+    would be a stream, is refused with 400 instead.
+    """
+    if resp.stream is not None:
+        aclose = getattr(resp.stream, "aclose", None)
+        if aclose is not None:
+            with trio.CancelScope(shield=True):
+                await aclose()
+        resp = status_response(errors.BadRequest("watch over WebSocket is not supported by this server; "
+                                                 "watch over plain HTTP instead"),
+                               proto=ctx is not None and _prefers_protobuf(ctx))
+    headers = [(b"content-type", resp.content_type.encode()), (b"content-length", str(len(resp.body)).encode())]
+    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
+    await send({"type": "websocket.http.response.start", "status": resp.status, "headers": headers})
+    await send({"type": "websocket.http.response.body", "body": resp.body, "more_body": False})
 
 
 async def _lifespan(receive: Any, send: Any) -> None:

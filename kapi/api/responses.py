@@ -24,12 +24,14 @@ class Response:
     headers: list[tuple[str, str]] = field(default_factory=list)
     stream: AsyncIterator[bytes] | None = None
     length: int | None = None  # a stream's total size when known: sent as Content-Length, no chunked framing
+    deadline: float | None = None  # trio time at which a stream ends cleanly (a watch's timeoutSeconds)
 
 
 def encode(obj: Any, media_type: str = JSON) -> bytes:
+    """A body in ``media_type``; JSON ends with a newline, as Go's ``json.Encoder`` in kube's serializer writes it."""
     if media_type == YAML:
         return yaml.safe_dump(obj, sort_keys=False, allow_unicode=True).encode()
-    return orjson.dumps(obj)
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def object_response(obj: Any, out: Output | None = None, status: int = 200) -> Response:
@@ -42,7 +44,7 @@ def status_response(err: errors.StatusError, proto: bool = False) -> Response:
     if proto:
         resp = Response(err.code, protobuf.encode_status(err.to_status()), PROTOBUF)
     else:
-        resp = Response(err.code, orjson.dumps(err.to_status()), JSON)
+        resp = Response(err.code, encode(err.to_status()), JSON)
     if err.retry_after_s > 0:
         resp.headers.append(("Retry-After", str(err.retry_after_s)))
     for k, v in err.headers.items():

@@ -52,7 +52,16 @@ def test_list_body_length_matches_its_chunks(listenc: ModuleType) -> None:
 
 def test_list_body_empty(listenc: ModuleType) -> None:
     length, chunks = listenc.list_body(b"[", [], b"]", 10)
-    assert (length, b"".join(chunks)) == (2, b"[]")
+    assert (length, b"".join(chunks)) == (3, b"[]\n")
+
+
+def test_list_body_ends_with_a_newline(listenc: ModuleType) -> None:
+    """Issue 10: a JSON list body ends with a newline, as Go's json.Encoder writes kube's bodies."""
+    items = [orjson.dumps({"n": "x" * i}) for i in range(50)]
+    length, chunks = listenc.list_body(b'{"items":[', items, b"]}", 100)
+    body = b"".join(chunks)
+    assert body == b'{"items":[' + b",".join(items) + b"]}\n" and length == len(body)
+    assert b"".join(listenc.encode_list_chunks(b"[", items, b"]", 100)).endswith(b"]")
 
 
 def test_list_body_refuses_non_bytes(listenc: ModuleType) -> None:
