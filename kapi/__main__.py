@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 import trio
 
@@ -64,22 +64,57 @@ def _index(item: str) -> tuple[str, tuple[str, ...]]:
     return resource.strip(), tuple(f.strip() for f in fields.split(",") if f.strip())
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a bad flag in one line (no usage block), exit status 2 as argparse's."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r} (want 0-65535)")
+    return port
+
+
+def _count(text: str) -> int:
+    """A non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r} (want 0 or more)")
+    return value
+
+
+def _positive_duration_s(text: str) -> float:
+    value = _duration_s(text)
+    if value < 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r} (want 0 or more)")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kapi", description="A Kubernetes API server in Python.")
+    parser = _Parser(prog="kapi", description="A Kubernetes API server in Python.")
     parser.add_argument("--version", action="version", version=f"kapi {__version__} (Kubernetes v1.33 API)")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the API server", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = Config()
     s.add_argument("--data-dir", default=d.data_dir, help="state, certificates and admin.kubeconfig live here")
     s.add_argument("--bind-address", default=d.bind_address, help="address to listen on")
-    s.add_argument("--secure-port", type=int, default=d.secure_port, help="HTTPS port; 0 picks a free one")
+    s.add_argument("--secure-port", type=_port, default=d.secure_port, help="HTTPS port; 0 picks a free one")
     s.add_argument("--storage-backend", choices=("sqlite", "memory"), default=d.storage_backend,
                    help="sqlite (embedded file under --data-dir) or memory (nothing survives a restart)")
-    s.add_argument("--etcd-compaction-interval", type=_duration_s, default=d.etcd_compaction_interval_s,
+    s.add_argument("--etcd-compaction-interval", type=_positive_duration_s, default=d.etcd_compaction_interval_s,
                    help="compact storage history this often, keeping one interval of it (0: never)")
     s.add_argument("--group-commit", type=_bool, default=d.group_commit,
                    help="sqlite: share one transaction and fsync among the writes waiting for it")
-    s.add_argument("--default-watch-cache-size", type=int, default=d.default_watch_cache_size,
+    s.add_argument("--default-watch-cache-size", type=_count, default=d.default_watch_cache_size,
                    help="initial watch cache event window per resource")
     s.add_argument("--watch-cache-sizes", type=_sizes, default={},
                    help="per-resource watch cache sizes, resource#size,...")
@@ -88,22 +123,22 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--watch-cache-index", type=_index, action="append", default=None,
                    metavar="RESOURCE=FIELD[,FIELD]",
                    help="fields indexed in a resource's watch cache (repeatable; default pods=spec.nodeName)")
-    s.add_argument("--max-requests-inflight", type=int, default=d.max_requests_inflight)
-    s.add_argument("--max-mutating-requests-inflight", type=int, default=d.max_mutating_requests_inflight)
+    s.add_argument("--max-requests-inflight", type=_count, default=d.max_requests_inflight)
+    s.add_argument("--max-mutating-requests-inflight", type=_count, default=d.max_mutating_requests_inflight)
     s.add_argument("--authorization-mode", default=",".join(d.authorization_mode),
                    help="comma-separated: AlwaysAllow, AlwaysDeny")
     s.add_argument("--token-auth-file", default="", help='CSV of token,user,uid,"group1,group2"')
     s.add_argument("--anonymous-auth", type=_bool, default=d.anonymous_auth,
                    help="allow requests without credentials as system:anonymous")
-    s.add_argument("--request-timeout", type=_duration_s, default=d.request_timeout_s,
+    s.add_argument("--request-timeout", type=_positive_duration_s, default=d.request_timeout_s,
                    help="default timeout of non-long-running requests")
-    s.add_argument("--min-request-timeout", type=_duration_s, default=d.min_request_timeout_s,
+    s.add_argument("--min-request-timeout", type=_positive_duration_s, default=d.min_request_timeout_s,
                    help="watches without timeoutSeconds last a random time in [this, 2x this)")
-    s.add_argument("--shutdown-delay-duration", type=_duration_s, default=d.shutdown_delay_s,
+    s.add_argument("--shutdown-delay-duration", type=_positive_duration_s, default=d.shutdown_delay_s,
                    help="after SIGTERM, time during which /readyz fails before the server stops accepting")
-    s.add_argument("--shutdown-timeout", type=_duration_s, default=d.shutdown_timeout_s,
+    s.add_argument("--shutdown-timeout", type=_positive_duration_s, default=d.shutdown_timeout_s,
                    help="how long in-flight requests may take to finish on shutdown")
-    s.add_argument("--max-body-bytes", type=int, default=d.max_body_bytes, help="larger bodies get 413")
+    s.add_argument("--max-body-bytes", type=_count, default=d.max_body_bytes, help="larger bodies get 413")
     s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
     return parser
 
@@ -142,14 +177,28 @@ def main(argv: Sequence[str] | None = None) -> int:
                         stream=sys.stderr)
     from .server import serve
 
+    from .server import FatalError, one_line
+
+    log = logging.getLogger("kapi")
     try:
         trio.run(serve, config)
     except KeyboardInterrupt:
         pass
-    except (ValueError, OSError) as exc:
-        logging.getLogger("kapi").error("%s", exc)
+    except Exception as exc:
+        # One line that says why; the traceback only at debug level (a crashed service logged
+        # its own when it crashed). Expected reasons (FatalError, a bad value) read as they are.
+        reason = one_line(exc)
+        expected = _expected(exc, (FatalError, ValueError, OSError))
+        log.error("kapi cannot serve: %s%s", reason, "" if expected else " (-v debug shows the traceback)")
+        log.debug("traceback", exc_info=exc)
         return 1
     return 0
+
+
+def _expected(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_expected(e, kinds) for e in exc.exceptions)
+    return isinstance(exc, kinds)
 
 
 if __name__ == "__main__":

@@ -35,8 +35,19 @@ class Pki:
 
 def _write_private(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode applies only to a new file
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def _tighten(pki: Path) -> None:
+    """``pki/`` 0700, its keys and token 0600 (files written by an earlier run may be wider)."""
+    if pki.stat().st_mode & 0o077:
+        os.chmod(pki, 0o700)
+    for path in pki.iterdir():
+        if (path.suffix in (".key", ".token") or path.name.endswith(".tmp")) and path.is_file() \
+                and path.stat().st_mode & 0o077:
+            os.chmod(path, 0o600)
 
 
 def _key() -> ec.EllipticCurvePrivateKey:
@@ -77,7 +88,8 @@ def _cert(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePub
 def ensure_pki(data_dir: Path, bind_address: str) -> Pki:
     """Make the CA, serving certificate and admin token on first start; reuse them later."""
     pki = data_dir / "pki"
-    pki.mkdir(parents=True, exist_ok=True)
+    pki.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _tighten(pki)
     ca_cert_path, ca_key_path = pki / "ca.crt", pki / "ca.key"
     srv_cert_path, srv_key_path = pki / "apiserver.crt", pki / "apiserver.key"
     token_path = pki / "admin.token"

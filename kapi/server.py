@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from . import __version__
+from . import __version__, errors
 from .api.app import App, Health
 from .api.discovery import Discovery
 from .api.handlers import Handlers
@@ -33,6 +34,98 @@ from .schema import load_builtin
 from .storage.base import Storage
 
 log = logging.getLogger("kapi")
+
+RESTART_BACKOFF_S = (0.5, 30.0)  # a crashed background service restarts after this, doubling to the cap
+HEALTHY_RUN_S = 60.0  # a service that ran this long before crashing starts again from the shortest backoff
+
+
+class FatalError(errors.KapiError):
+    """The server cannot start or go on; the message is the one line ``kapi serve`` prints before exiting."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its message (its type when it has none), groups unwrapped."""
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [e for e in _leaves(exc) if not isinstance(e, trio.Cancelled)]
+        fatal = [e for e in leaves if isinstance(e, FatalError)]
+        if fatal or leaves:
+            return one_line((fatal or leaves)[0])
+    text = " ".join(str(exc).split())
+    if isinstance(exc, (FatalError, errors.StorageError)):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for e in group.exceptions:
+        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    return out
+
+
+async def supervise(name: str, run: Callable[..., Awaitable[Any]], *, restart: bool, reports_started: bool = True,
+                    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run one background service under a name; no exception of it ends the server unnoticed.
+
+    A failure before the service is up is fatal (the server cannot start). Later, a service
+    that may ``restart`` (a watch cache relists, as kube's reflector does; a controller starts
+    over from a fresh watch) is logged with its traceback and started again with backoff; one
+    that may not (storage, the HTTPS listener) ends the server with a ``FatalError`` naming it.
+    ``reports_started``: ``run`` takes ``task_status`` (else it counts as up once called).
+    """
+    backoff = RESTART_BACKOFF_S[0]
+    started = False
+    while True:
+        began = trio.current_time()
+        try:
+            async with trio.open_nursery() as nursery:
+                value = None
+                if reports_started:
+                    value = await nursery.start(run)
+                else:
+                    nursery.start_soon(run)
+                if not started:
+                    started = True
+                    task_status.started(value)
+            if not restart:
+                return
+            log.error("%s stopped; starting it again in %.1fs", name, backoff)
+        except Exception as exc:
+            if not started or not restart:
+                fatal = exc.split(FatalError)[0] if isinstance(exc, BaseExceptionGroup) else exc
+                if isinstance(fatal, BaseExceptionGroup):
+                    fatal = _leaves(fatal)[0]
+                if isinstance(fatal, FatalError):
+                    raise fatal from exc  # it says what failed already
+                raise FatalError(f"{name} failed: {one_line(exc)}") from exc
+            log.error("%s crashed; starting it again in %.1fs: %s", name, backoff, one_line(exc), exc_info=exc)
+        if trio.current_time() - began >= HEALTHY_RUN_S:
+            backoff = RESTART_BACKOFF_S[0]
+        await trio.sleep(backoff)
+        backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
+
+
+def prepare_data_dir(data_dir: Path) -> None:
+    """Create the data directory 0700, and tighten one left by an earlier run (files 0600, dirs 0700).
+
+    A directory kapi did not create and that holds no kapi state keeps its mode: it may be
+    shared with other things. ``FatalError`` when it cannot be made or used.
+    """
+    try:
+        created = not data_dir.exists()
+        if not created and not data_dir.is_dir():
+            raise FatalError(f"data directory {data_dir} is not a directory")
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not os.access(data_dir, os.R_OK | os.W_OK | os.X_OK):
+            raise FatalError(f"data directory {data_dir} is not readable and writable by this user")
+        if created or (data_dir / "kapi.db").exists() or (data_dir / "pki").exists():
+            os.chmod(data_dir, 0o700)
+        for name in ("kapi.db", "kapi.db-wal", "kapi.db-shm", "admin.kubeconfig"):
+            path = data_dir / name
+            if path.exists() and path.stat().st_mode & 0o077:
+                os.chmod(path, 0o600)
+    except OSError as exc:
+        raise FatalError(f"data directory {data_dir}: {exc.strerror or exc}") from None
 
 KUBE_VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "kapi",
                 "gitTreeState": "clean", "buildDate": "2025-04-23T00:00:00Z", "goVersion": "go1.24.2",
@@ -145,8 +238,13 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
     """Run kapi until SIGINT/SIGTERM (or cancellation); ``started()`` once it is ready."""
     started_at = time.monotonic()
     data_dir = Path(config.data_dir)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    pki = ensure_pki(data_dir, config.bind_address)
+    prepare_data_dir(data_dir)
+    try:
+        pki = ensure_pki(data_dir, config.bind_address)
+    except (OSError, ValueError) as exc:  # unreadable, or not PEM
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise FatalError(f"certificates in {data_dir / 'pki'}: {detail} "
+                         f"({getattr(exc, 'filename', None) or 'remove the pki directory to make new ones'})") from None
     storage = make_storage(config, data_dir)
     registry = Registry(storage, ResourceTable(), metrics=Metrics())
     health = Health()
@@ -160,18 +258,23 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
     hconf.keyfile = str(pki.serving_key)
     hconf.alpn_protocols = ["h2", "http/1.1"]
     hconf.keep_alive_max_requests = 1_000_000
-    hconf.keep_alive_timeout = 90.0  # as Go's server in kube-apiserver: idle connections live 90 s
+    # The idle, handshake and request-header deadlines and the header size limit are kube-apiserver's
+    # (https.ConnectionLimits); serve_https sets them.
     hconf.graceful_timeout = config.shutdown_timeout_s
     hconf.accesslog = None
     hconf.errorlog = logging.getLogger("hypercorn.error")
     hconf.h2_max_concurrent_streams = 1000
 
     async with trio.open_nursery() as services:
-        await services.start(storage.run)
-        services.start_soon(compact_periodically, storage, config.etcd_compaction_interval_s)
+        # Storage has no second life: if it fails the server stops with the reason.
+        await services.start(partial(supervise, f"storage ({config.storage_backend})", storage.run, restart=False))
+        services.start_soon(partial(supervise, "compactor",
+                                    partial(compact_periodically, storage, config.etcd_compaction_interval_s),
+                                    restart=config.etcd_compaction_interval_s > 0, reports_started=False))
         if config.watch_cache:
             for cacher in make_cachers(config, registry):
-                await services.start(cacher.run)
+                await services.start(partial(supervise, f"watch cache of {cacher.resource}", cacher.run,
+                                             restart=True))
             # What the caches loaded stays: keep it out of every later collection, and give
             # back what decoding it left free.
             gc.collect()
@@ -179,12 +282,14 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
             release_free_memory()
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await _bootstrap(registry, namespaces)
-        await services.start(namespaces.run)
-        await services.start(GarbageCollector(registry).run)
+        await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
+        # A restarted collector rebuilds its owner index from a fresh watch of everything.
+        await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry),
+                                     restart=True))
 
         async with trio.open_nursery() as http:
-            binds = await http.start(partial(serve_https, app, hconf, str(pki.ca_cert), app.peer_certificates,
-                                             shutdown_trigger=shutdown.wait))
+            binds = await http.start(partial(supervise, "HTTPS server", partial(
+                _serve_https, app, hconf, str(pki.ca_cert), shutdown.wait), restart=False))
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
@@ -198,6 +303,32 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
             http.start_soon(_shutdown_on_signal, config, app, health, shutdown)
         # hypercorn has returned: no request is in flight any more.
         services.cancel_scope.cancel()
+
+
+async def _collect_garbage(registry: Registry, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                           ) -> None:
+    """A fresh collector each time: after a crash its owner index is rebuilt from a new watch."""
+    await GarbageCollector(registry).run(task_status=task_status)
+
+
+async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str, shutdown_trigger: Callable[[], Awaitable[Any]],
+                       *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+    """hypercorn until ``shutdown_trigger``; a port that cannot be bound is a ``FatalError`` saying so."""
+    bound = False
+
+    class _Status:
+        def started(self, value: Any = None) -> None:
+            nonlocal bound
+            bound = True
+            task_status.started(value)
+
+    try:
+        await serve_https(app, hconf, ca_file, app.peer_certificates, shutdown_trigger=shutdown_trigger,
+                          task_status=_Status())  # type: ignore[arg-type]
+    except OSError as exc:
+        if bound:
+            raise
+        raise FatalError(f"cannot listen on {hconf.bind[0]}: {exc.strerror or exc}") from None
 
 
 async def _shutdown_on_signal(config: Config, app: App, health: Health, shutdown: trio.Event) -> None:

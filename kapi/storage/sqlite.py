@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -474,6 +475,15 @@ class SqliteStorage:
 
     def _open_writer(self) -> tuple[sqlite3.Connection, int, int]:
         """In a worker thread: open the write connection, create the schema, load the revisions."""
+        try:
+            _restrict(self._path)
+            return self._open_writer_connection()
+        except StorageUnavailable as exc:
+            raise StorageUnavailable(f"cannot open {self._path}: {str(exc).removeprefix('sqlite: ')}") from exc
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot open {self._path}: {exc.strerror or exc}") from exc
+
+    def _open_writer_connection(self) -> tuple[sqlite3.Connection, int, int]:
         with _mapped():
             conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
             try:
@@ -492,6 +502,20 @@ class SqliteStorage:
 
 
 # ------------------------------------------------ reads (worker threads, in a read transaction)
+
+
+def _restrict(path: str) -> None:
+    """The database holds Secrets: its file, WAL and shared-memory index are 0600 (SQLite gives the
+    WAL and -shm the database file's mode), made so before SQLite first creates the file."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, 0o600)
+        except FileNotFoundError:
+            pass
 
 
 def _close_all(conns: list[sqlite3.Connection]) -> None:
