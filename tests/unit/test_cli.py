@@ -40,3 +40,14 @@ def test_flags_to_config() -> None:
 def test_default_index_is_pods_by_node() -> None:
     cfg = config_from_args(build_parser().parse_args(["serve"]))
     assert cfg.watch_cache_indexes == {"pods": ("spec.nodeName",)} and cfg.watch_cache
+
+
+@pytest.mark.parametrize("flags", [["--secure-port", "65536"], ["--secure-port", "-1"], ["--max-body-bytes", "-5"],
+                                   ["--request-timeout", "-3s"], ["--default-watch-cache-size", "ten"]])
+def test_bad_flag_values_are_one_line_errors(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 10: a bad flag value is refused in one line (no usage block), exit status 2."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["serve", *flags])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flags[0] in err, err
