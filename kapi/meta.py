@@ -63,6 +63,18 @@ def parse_time(value: str) -> float:
         return 0.0
 
 
+def parse_time_or_none(value: str) -> float | None:
+    """An RFC 3339 timestamp (any offset) as POSIX seconds truncated to whole seconds, as metav1.Time
+    keeps it; None if unparseable."""
+    if not isinstance(value, str) or "T" not in value:
+        return None
+    try:
+        t = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return float(int(t.timestamp())) if t.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        return None
+
+
 def new_uid() -> str:
     return str(uuid.uuid4())
 

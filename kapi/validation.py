@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import Cause
+from .meta import parse_time_or_none
 
 Obj = dict[str, Any]
 
@@ -612,6 +613,16 @@ def _go_time(value: object) -> _Rendered:
     return _Rendered(f"{date} {clock}{frac} {tz}")
 
 
+def _same_time(a: object, b: object) -> bool:
+    """Two metav1.Time values compared as times, whatever their offsets (Semantic.DeepEqual's rule)."""
+    if a == b:
+        return True
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    ta, tb = parse_time_or_none(a), parse_time_or_none(b)
+    return ta is not None and ta == tb
+
+
 def validate_update_meta(new: Obj, old: Obj) -> list[Cause]:
     """``metadata`` of an update, as ``ValidateObjectMetaAccessorUpdate``.
 
@@ -630,7 +641,7 @@ def validate_update_meta(new: Obj, old: Obj) -> list[Cause]:
         if value != before:
             errs.append(field_invalid(f"metadata.{key}", value, FIELD_IMMUTABLE))
     created, before = md.get("creationTimestamp"), old_md.get("creationTimestamp")
-    if created and created != before:
+    if created and not _same_time(created, before):
         errs.append(field_invalid("metadata.creationTimestamp", _go_time(created), FIELD_IMMUTABLE))
     errs.extend(validate_labels(md.get("labels"), "metadata.labels"))
     errs.extend(validate_annotations(md.get("annotations"), "metadata.annotations"))

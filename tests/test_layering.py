@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent / "kapi"
 LAYERS = {
     "errors": 0, "config": 0,
     "meta": 1, "codec": 1, "listopts": 1, "selectors": 1, "_fast": 1, "schema": 1, "patch": 1,
-    "validation": 1, "defaults": 1, "protowire": 1, "managedfields": 1, "protobuf": 1,
+    "validation": 1, "defaults": 1, "protowire": 1, "managedfields": 1, "protobuf": 1, "typed": 1,
     "storage": 2, "client": 2,
     "cacher": 3, "metrics": 1,
     "registry": 4, "admission": 4,

@@ -10,9 +10,8 @@ from typing import Any, AsyncIterator, Callable, Iterator
 
 import orjson
 import trio
-import yaml
 
-from .. import errors, protobuf
+from .. import errors, protobuf, typed
 from .._fast import list_body
 from ..auth.authn import User
 from ..auth.authz import Authorizer
@@ -22,6 +21,7 @@ from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_p
 from ..registry.resources import Resource, ResourceTable
 from ..registry.store import DeleteOptions, ListPage, Registry, WriteOptions
 from ..schema import Schema, prune_unknown_fields, unknown_fields
+from ..validation import field_invalid
 from . import negotiate
 from .negotiate import JSON, PROTOBUF, YAML, Output
 from .request import RequestInfo
@@ -30,6 +30,8 @@ from .tables import build_object_table, build_table
 
 Obj = dict[str, Any]
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
+_SCALE = ("autoscaling", "v1", "Scale")
+_DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
 
 
@@ -200,10 +202,9 @@ class Handlers:
             # Protobuf has no unknown fields to validate: the decoder drops them, as kube-apiserver's does.
             return protobuf.drop_go_zero_values(self.schema, protobuf.decode_object(self.schema, ctx.body))
         if media == YAML:
-            try:
-                obj = yaml.safe_load(ctx.body)
-            except yaml.YAMLError as exc:
-                raise errors.BadRequest(f"error converting YAML to JSON: {exc}") from None
+            obj = typed.load_yaml(ctx.body)  # JSON-compatible values only, depth and aliases bounded
+            if obj is None:
+                raise errors.BadRequest("Object 'Kind' is missing in ''")
         else:
             try:
                 obj = orjson.loads(ctx.body)
@@ -212,6 +213,13 @@ class Handlers:
         if not isinstance(obj, dict):
             raise errors.BadRequest(f"couldn't get version/kind; json parse error: "
                                     f"cannot unmarshal {type(obj).__name__} into Go value of type struct")
+        # Decoding is validation: Go's decoder refuses a wrong JSON type before anything reads the object.
+        group, version, kind_name = _SCALE if kind == "Scale" else (res.group, res.version, res.kind)
+        body_kind = obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else kind_name
+        api_version = obj.get("apiVersion")
+        body_version = api_version.rpartition("/")[2] if isinstance(api_version, str) and api_version else version
+        typed.check(self.schema, self.schema.type_for(group, version, kind_name), obj,
+                    prefix=f'{body_kind} in version "{body_version}" cannot be handled as a {kind_name}: ')
         return self._validate_fields(ctx, res, obj, kind=kind)
 
     def _validate_fields(self, ctx: RequestContext, res: Resource, obj: Obj, *, kind: str = "") -> Obj:
@@ -220,8 +228,7 @@ class Handlers:
         if mode not in _FIELD_VALIDATION:
             raise errors.BadRequest(f"invalid fieldValidation directive: {mode}, valid values: "
                                     "Ignore, Warn, Strict")
-        group, version, kind = ("autoscaling", "v1", "Scale") if kind == "Scale" else \
-            (res.group, res.version, res.kind)
+        group, version, kind = _SCALE if kind == "Scale" else (res.group, res.version, res.kind)
         unknown = unknown_fields(self.schema, (group, version, kind), obj)
         if not unknown:
             return obj
@@ -294,10 +301,17 @@ class Handlers:
             raise errors.BadRequest(f"error decoding patch: {exc}") from None
         if patch is None:
             raise errors.BadRequest("the body of the request was empty")
+        typed.check_depth(patch, what="the patch")  # before the recursive patch code sees it
         is_scale = info.subresource == "scale"
-        gvk = ("autoscaling", "v1", "Scale") if is_scale else (res.group, res.version, res.kind)
+        gvk = _SCALE if is_scale else (res.group, res.version, res.kind)
+        root = self.schema.type_for(*gvk)
+        attempts = 0
 
         def mutate(current: Obj) -> Obj:
+            nonlocal attempts, patch
+            attempts += 1
+            if attempts > 1:
+                patch = orjson.loads(ctx.body)  # a retry starts from the patch as sent (the last result may share it)
             original_rv = current.get("metadata", {}).get("resourceVersion")
             if ptype == "application/json-patch+json":
                 if not isinstance(patch, list):
@@ -313,6 +327,13 @@ class Handlers:
                 new = apply_strategic_merge_patch(current, patch, self.schema, gvk)
             if not isinstance(new, dict):
                 raise errors.BadRequest("the patch did not produce an object")
+            try:
+                # The patched object is decoded into its type as a body is: the same checks, first.
+                typed.check(self.schema, root, new)
+            except errors.BadRequest as exc:
+                # kube-apiserver answers a patch whose result does not decode with 422 on "patch".
+                raise errors.invalid("", "", "", [field_invalid(
+                    "patch", orjson.dumps(new).decode(), exc.message)]) from None
             new = self._validate_fields(ctx, res, new, kind="Scale" if is_scale else "")
             new_rv = new.get("metadata", {}).get("resourceVersion")
             if new_rv and new_rv != original_rv:
@@ -342,6 +363,7 @@ class Handlers:
                 raise errors.BadRequest(f"error decoding DeleteOptions: {exc}") from None
             if not isinstance(body, dict):
                 raise errors.BadRequest("DeleteOptions must be a JSON object")
+            typed.check(self.schema, _DELETE_OPTIONS, body)
         q = ctx.query
         grace: int | None = body.get("gracePeriodSeconds")
         if "gracePeriodSeconds" in q:
