@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from kapi import _fast, errors
-from kapi.schema import GVK, FieldDef, ProtoField, ProtoMessage, Schema, TypeDef, load_proto_messages
+from kapi.schema import GVK, FieldDef, ProtoField, ProtoMessage, Schema, TypeDef, load_go_types, load_proto_messages
 
 __all__ = [
     "CONTENT_TYPE",
@@ -397,39 +397,6 @@ def decode(schema: Schema, gvk: GVK | tuple[str, str, str], data: bytes, codec: 
     return (codec or default_codec()).decode_message(name, data)
 
 
-# Go value-typed (non-pointer) ``omitempty`` scalars that clients' marshallers always write: a zero
-# that arrives for one of these is what Go's JSON would omit. Pointer fields (replicas, suspend, ...)
-# keep an explicit zero. The schema cannot tell the two apart, hence this table.
-GO_VALUE_OMITEMPTY: Mapping[str, frozenset[str]] = {
-    "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": frozenset({"generation"}),
-    "io.k8s.api.core.v1.Container": frozenset({"stdin", "stdinOnce", "tty"}),
-    "io.k8s.api.core.v1.EphemeralContainer": frozenset({"stdin", "stdinOnce", "tty"}),
-    "io.k8s.api.core.v1.PodSpec": frozenset({"hostNetwork", "hostPID", "hostIPC"}),
-    "io.k8s.api.core.v1.ContainerPort": frozenset({"hostPort"}),
-    "io.k8s.api.core.v1.ServicePort": frozenset({"nodePort"}),
-    "io.k8s.api.core.v1.ServiceSpec": frozenset({"healthCheckNodePort", "publishNotReadyAddresses"}),
-    "io.k8s.api.core.v1.Event": frozenset({"count"}),
-    "io.k8s.api.core.v1.EventSeries": frozenset({"count"}),
-    "io.k8s.api.core.v1.NodeSpec": frozenset({"unschedulable"}),
-    "io.k8s.api.core.v1.ReplicationControllerStatus": frozenset({
-        "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"}),
-    "io.k8s.api.apps.v1.DeploymentSpec": frozenset({"minReadySeconds", "paused"}),
-    "io.k8s.api.apps.v1.ReplicaSetSpec": frozenset({"minReadySeconds"}),
-    "io.k8s.api.apps.v1.StatefulSetSpec": frozenset({"minReadySeconds"}),
-    "io.k8s.api.apps.v1.DaemonSetSpec": frozenset({"minReadySeconds"}),
-    "io.k8s.api.apps.v1.DeploymentStatus": frozenset({
-        "observedGeneration", "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
-        "unavailableReplicas", "terminatingReplicas"}),
-    "io.k8s.api.apps.v1.ReplicaSetStatus": frozenset({
-        "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"}),
-    "io.k8s.api.apps.v1.StatefulSetStatus": frozenset({
-        "observedGeneration", "readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"}),
-    "io.k8s.api.apps.v1.DaemonSetStatus": frozenset({
-        "observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable"}),
-    "io.k8s.api.batch.v1.JobStatus": frozenset({"active", "succeeded", "failed"}),
-}
-
-
 def drop_go_zero_values(schema: Schema, obj: dict[str, Any]) -> dict[str, Any]:
     """A decoded request body as kube-apiserver's JSON would show it: Go's omitted zeros removed (in place)."""
     group, version = split_api_version(obj.get("apiVersion", ""))
@@ -442,7 +409,10 @@ def drop_go_zero_values(schema: Schema, obj: dict[str, Any]) -> dict[str, Any]:
 def _drop_go_zero_values(schema: Schema, t: TypeDef, obj: Any) -> None:
     if not isinstance(obj, dict):
         return
-    omit = GO_VALUE_OMITEMPTY.get(t.name, frozenset())
+    # Go value-typed (non-pointer) ``omitempty`` scalars that clients' marshallers always write: a
+    # zero that arrives for one of these is what Go's JSON would omit. Pointer fields (replicas,
+    # suspend, ...) keep an explicit zero: the generated Go table tells the two apart.
+    omit = load_go_types().value_omitempty(t.name)
     for key in list(obj):
         value = obj[key]
         if key in omit and value in (0, False) and not isinstance(value, float):

@@ -23,7 +23,7 @@ from .. import codec, errors, meta, protobuf
 from ..defaults import apply_defaults
 from ..listopts import ListOptions, decode_continue, encode_continue
 from ..managedfields import reset_fields_for, update_managed_fields
-from ..schema import Schema, load_builtin
+from ..schema import Schema, go_roundtrip, load_builtin
 from ..selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector,
                          selectable_fields)
 from ..storage.base import KeyValue, Storage
@@ -419,6 +419,7 @@ class Registry:
             md.pop("generation", None)
         if res.has_status and res.resource != "customresourcedefinitions":
             obj.pop("status", None)
+        go_roundtrip(self.schema, (res.group, res.version, res.kind), obj)  # kube decodes into Go structs first
         convert.normalize_write(res, obj)
         apply_defaults(res.resource, res.group, obj)
         causes = validate_object_meta(obj, namespaced=res.namespaced, resource=res.resource, group=res.group)
@@ -607,6 +608,7 @@ class Registry:
 
     def _prepare_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         self._check_type_meta(res, new)
+        go_roundtrip(self.schema, (res.group, res.version, res.kind), new)  # kube decodes into Go structs first
         md = meta.metadata(new)
         old_md = old["metadata"]
         for k in ("uid", "creationTimestamp"):
