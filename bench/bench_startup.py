@@ -5,7 +5,9 @@ an empty data directory (first start: CA, certificate and database are made),
 and a restart over a data directory holding N pods (default 10,000, created once
 through the API from the realistic pod fixture, with concurrent clients). For
 reference it also times a bare interpreter and ``import kapi.server``, the floor
-under any start, and, after one more restart, the first LIST of all the pods. Prints a Markdown table and writes JSON.
+under any start, and, after one more restart, the first LIST of all the pods. A third case restarts over M ConfigMaps without
+owners (default 100,000), written straight into the sqlite file for speed. Prints a Markdown
+table and writes JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import argparse
 import json
 import os
 import platform
+import sqlite3
 import subprocess
+import uuid
 import sys
 import tempfile
 import time
@@ -88,10 +92,62 @@ def populate(data_dir: Path, objects: int, concurrency: int, clients: int) -> di
             "db_bytes": sum(p.stat().st_size for p in data_dir.glob("kapi.db*")) if db.exists() else 0}
 
 
+def write_configmaps(data_dir: Path, count: int) -> float:
+    """``count`` owner-less ConfigMaps of about 300 bytes, put into a new kapi.db in one transaction; seconds."""
+    import msgpack
+
+    from kapi.storage.sqlite import _SCHEMA
+
+    started = time.monotonic()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(data_dir / "kapi.db", isolation_level=None)
+    try:
+        conn.executescript(_SCHEMA)
+        conn.execute("BEGIN IMMEDIATE")
+        for rev in range(1, count + 1):
+            name = f"cm-{rev:06d}"
+            key = f"/registry/configmaps/{NAMESPACE}/{name}"
+            value = msgpack.packb({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {
+                "name": name, "namespace": NAMESPACE, "uid": str(uuid.uuid4()),
+                "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"app": f"app-{rev % 100}"}},
+                "data": {"config.yaml": f"key: value-{rev}\nother: {'x' * 64}\n"}}, use_bin_type=True)
+            conn.execute("INSERT INTO log (rev, key, create_rev, prev_rev, deleted, value) VALUES (?, ?, ?, 0, 0, ?)",
+                         (rev, key, rev, value))
+            conn.execute("INSERT INTO current (key, rev, create_rev, value) VALUES (?, ?, ?, ?)",
+                         (key, rev, rev, value))
+        conn.execute("UPDATE meta SET value = ? WHERE name = 'revision'", (count,))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return time.monotonic() - started
+
+
+def timed_configmap_restarts(data_dir: Path, count: int, repeat: int) -> dict[str, Any]:
+    """Restarts over ``count`` ConfigMaps without owners; the seconds to ready, and a LIST's item count."""
+    write_s = write_configmaps(data_dir, count)
+    print(f"wrote {count} ConfigMaps into the sqlite file in {write_s:.1f} s", flush=True)
+    seconds = [timed_start(data_dir) for _ in range(repeat)]
+    server = start_kapi(data_dir, "--storage-backend", "sqlite")
+    try:
+        status, body = server.request("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps")
+        if status != 200:
+            raise RuntimeError(f"listing ConfigMaps failed: {status} {body[:300]!r}")
+        listed = sum(1 for item in json.loads(body)["items"] if item["metadata"]["name"].startswith("cm-"))
+    finally:
+        stop(server)
+    if listed != count:
+        raise RuntimeError(f"the LIST after the restart holds {listed} of the {count} ConfigMaps")
+    return {"objects": count, "seconds": [round(x, 3) for x in seconds], "median_s": round(median(seconds), 3),
+            "min_s": round(min(seconds), 3), "write_s": round(write_s, 2), "listed": listed,
+            "db_bytes": sum(p.stat().st_size for p in data_dir.glob("kapi.db*"))}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=int, default=None, help="pods in the data directory (default 10000, "
                         "or 1000 with --quick)")
+    parser.add_argument("--configmaps", type=int, default=None, help="owner-less ConfigMaps of the third case "
+                        "(default 100000, or 2000 with --quick; 0 skips it)")
     parser.add_argument("--repeat", type=int, default=None, help="starts timed per case (default 3, 1 with --quick)")
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent creates while populating")
     parser.add_argument("--clients", type=int, default=1, help="client processes while populating")
@@ -101,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     objects = args.objects if args.objects is not None else (1000 if args.quick else 10_000)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    configmaps = args.configmaps if args.configmaps is not None else (2000 if args.quick else 100_000)
 
     started = time.monotonic()
     python_s = time_command("pass")
@@ -117,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"restart over {objects} pods: {', '.join(f'{s:.2f}' for s in restarts)} s", flush=True)
         list_ready_s, list_s, listed = timed_first_list(full)
         print(f"restart then LIST all: ready in {list_ready_s:.2f} s, list of {listed} took {list_s:.2f} s", flush=True)
+        cms = timed_configmap_restarts(root / "configmaps", configmaps, repeat) if configmaps else None
+        if cms is not None:
+            print(f"restart over {configmaps} ConfigMaps without owners: "
+                  f"{', '.join(f'{x:.2f}' for x in cms['seconds'])} s", flush=True)
 
     result = {
         "config": {"objects": objects, "repeat": repeat, "quick": args.quick, "cpus": os.cpu_count(),
@@ -129,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                       "median_s": round(median(restarts), 3), "min_s": round(min(restarts), 3),
                       "populate": filled},
         "first_list": {"ready_s": round(list_ready_s, 3), "list_s": round(list_s, 3), "items": listed},
+        "configmaps": cms,
         "elapsed_s": round(time.monotonic() - started, 1),
     }
     write_json(args.output, result)
@@ -140,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| empty data dir | {result['empty']['median_s']:.2f} | {result['empty']['min_s']:.2f} |")
     print(f"| restart, {objects} pods | {result['populated']['median_s']:.2f} | {result['populated']['min_s']:.2f} |")
     print(f"| restart, then the first LIST of all {listed} pods returns | {list_ready_s + list_s:.2f} | |")
+    if cms is not None:
+        print(f"| restart, {configmaps} ConfigMaps without owners | {cms['median_s']:.2f} | {cms['min_s']:.2f} |")
     print(f"\nJSON: {args.output}")
     return 0
 

@@ -96,6 +96,9 @@ class NamespaceController:
             await self.registry.create(res, namespace, obj, WriteOptions())
         except (errors.AlreadyExists, errors.Forbidden, errors.NotFound):
             pass
+        except errors.StatusError as err:  # e.g. the namespace's stored object is corrupt: the rest go on
+            log.error("namespace controller: cannot create %s %s/%s: %s", res.kind, namespace,
+                      obj["metadata"]["name"], err.message)
 
     async def _finalize(self, name: str) -> None:
         """Delete everything in the namespace, then drop the ``kubernetes`` finalizer (retried on failure)."""

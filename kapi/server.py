@@ -150,13 +150,23 @@ async def _bootstrap(registry: Registry, namespaces: NamespaceController) -> Non
     ns_res = registry.table.get("", "v1", "namespaces")
     assert ns_res is not None
     for name in INITIAL_NAMESPACES:
-        await registry.ensure_exists(ns_res, "", {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": name}})
+        try:
+            await registry.ensure_exists(ns_res, "", {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": name}})
+        except errors.StatusError as err:  # nothing stored may stop the start (issue 10)
+            log.error("cannot ensure namespace %s: %s", name, err.message)
         await namespaces.ensure_namespace_contents(name)
 
 
 async def _publish_endpoint(registry: Registry, host: str, port: int) -> None:
-    """The ``kubernetes`` Service and its Endpoints pointing at this server."""
+    """The ``kubernetes`` Service and its Endpoints pointing at this server (logged, not fatal, if it cannot be)."""
+    try:
+        await _publish_endpoint_objects(registry, host, port)
+    except errors.StatusError as err:  # a corrupt stored Service or Endpoints: serve anyway, as kube's reconciler
+        log.error("cannot publish the kubernetes Service and Endpoints: %s", err.message)
+
+
+async def _publish_endpoint_objects(registry: Registry, host: str, port: int) -> None:
     svc_res, ep_res = registry.table.get("", "v1", "services"), registry.table.get("", "v1", "endpoints")
     assert svc_res is not None and ep_res is not None
     labels = {"component": "apiserver", "provider": "kubernetes"}

@@ -109,7 +109,12 @@ def test_corrupt_objects_do_not_stop_the_server(tmp_path: Path) -> None:
     }
     write_objects(data / "kapi.db", [stored(configmap("good")), *(stored(o) for o in bad.values()),
                                      (cm_key("blob"), b"\xc1 not msgpack"),
-                                     (cm_key("a-list"), msgpack.packb([1, 2]))])
+                                     (cm_key("a-list"), msgpack.packb([1, 2])),
+                                     # Objects the start-up itself reads and writes, corrupt too.
+                                     ("/registry/namespaces/default", msgpack.packb({"metadata": {
+                                         "name": "default", "labels": ["x"]}})),
+                                     ("/registry/services/specs/default/kubernetes", b"\xc1"),
+                                     ("/registry/services/endpoints/default/kubernetes", msgpack.packb(7))])
     server = start_server(data)
     try:
         assert server.request("GET", "/readyz")[0] == 200
