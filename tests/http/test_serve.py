@@ -99,6 +99,17 @@ def test_real_server_status_lines_watches_and_bodies(tmp_path: Path) -> None:
         line, reply = _response(conn)
         assert line == b"HTTP/1.1 200 OK" and reply.endswith(b"]}\n")
         conn.close()
+        # A WebSocket upgrade (kubectl exec's) answered 500 with an empty body.
+        conn = _tls(server)
+        conn.sendall(f"GET /api/v1/namespaces/default/pods/missing/exec?command=sh HTTP/1.1\r\nHost: kapi\r\n"
+                     f"Authorization: Bearer {server.token}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                     f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     f"Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n".encode())
+        line, reply = _response(conn)
+        assert line == b"HTTP/1.1 404 Not Found"
+        status = orjson.loads(reply)
+        assert (status["kind"], status["reason"], status["code"]) == ("Status", "NotFound", 404)
+        conn.close()
         for _ in range(30):  # watches closed by their client while events are on the way
             watch = _tls(server)
             watch.sendall(_request(server, "GET", "/api/v1/namespaces/default/configmaps?watch=true"))
