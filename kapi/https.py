@@ -250,6 +250,24 @@ def apply_limits(config: HypercornConfig, limits: ConnectionLimits) -> None:
     config.read_timeout = None  # a watch or a slow upload may read nothing for long: no blanket deadline
 
 
+def raise_open_file_limit() -> None:
+    """Lift the soft limit on open files to the hard one, as Go's runtime does when kube-apiserver starts.
+
+    Every connection is a file descriptor: at a soft limit of 1024, a thousand idle clients
+    would leave accept failing (and the database unable to open a file) for everyone else.
+    """
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            log.debug("could not raise the open-file limit from %d to %d", soft, hard)
+
+
 async def serve_https(app: Any, config: HypercornConfig, ca_file: str, peers: PeerCertificates, *,
                       shutdown_trigger: Callable[[], Awaitable[None]],
                       limits: ConnectionLimits = ConnectionLimits(),
@@ -260,6 +278,7 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str, peers: Pe
     are doing: the timeout is a hard deadline.
     """
     apply_limits(config, limits)
+    raise_open_file_limit()
     wrapped = wrap_app(app, config.wsgi_max_body_size, "asgi")
     context = WorkerContext(None)
     ssl_context = config.create_ssl_context()

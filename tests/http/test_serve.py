@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import signal
 import socket
 import ssl
@@ -87,7 +88,12 @@ def test_shutdown_honours_its_timeout_with_a_slow_list_reader(tmp_path: Path) ->
 def test_real_server_status_lines_watches_and_bodies(tmp_path: Path) -> None:
     """Issue 10: reason phrases, JSON bodies ending in a newline, and watches that close without
     "Cancel scope stack corrupted" in the server's log, on a real ``kapi serve``."""
-    server = start_server(tmp_path, "--storage-backend", "memory")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))  # inherited by the server
+    try:
+        server = start_server(tmp_path, "--storage-backend", "memory")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     try:
         conn = _tls(server)
         body = orjson.dumps({"metadata": {"name": "dup"}})
@@ -125,6 +131,11 @@ def test_real_server_status_lines_watches_and_bodies(tmp_path: Path) -> None:
                 got += data
             watch.close()
         assert server.request("GET", "/readyz")[0] == 200
+        # Every connection is a file: the soft open-file limit is raised to the hard one, as Go does.
+        limits = Path(f"/proc/{server.proc.pid}/limits").read_text()
+        served = next(line for line in limits.splitlines() if line.startswith("Max open files")).split()[3:5]
+        if hard != resource.RLIM_INFINITY:  # (an infinite hard limit cannot be the soft one on Linux)
+            assert served == [str(hard), str(hard)]
     finally:
         assert stop_server(server) == 0
     log = server.log.read_text()
