@@ -13,6 +13,9 @@ what kube-apiserver's Go server has and hypercorn's trio worker lacks:
 - a hard shutdown deadline: when the graceful timeout runs out every connection's socket
   is closed, which also ends a send to a slow reader (hypercorn shields its socket writes
   from cancellation).
+
+There is no cap on the number of connections, as kube-apiserver has none: the deadlines
+bound how long an idle one lives, and the open-file limit is raised as Go raises it.
 """
 
 from __future__ import annotations
@@ -247,6 +250,7 @@ def apply_limits(config: HypercornConfig, limits: ConnectionLimits) -> None:
     config.keep_alive_timeout = limits.idle_timeout_s
     config.ssl_handshake_timeout = limits.read_header_timeout_s
     config.h11_max_incomplete_size = limits.max_header_bytes + _GO_HEADER_SLACK
+    config.h2_max_header_list_size = limits.max_header_bytes + _GO_HEADER_SLACK  # Go's HTTP/2 takes it from there
     config.read_timeout = None  # a watch or a slow upload may read nothing for long: no blanket deadline
 
 

@@ -74,6 +74,7 @@ class App:
     version_info: dict[str, str]
     metrics: Metrics = field(default_factory=Metrics)
     max_body_bytes: int = 3 * 1024 * 1024
+    request_timeout_s: float = 60.0  # --request-timeout: how long a request body may take to arrive
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
     peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
@@ -148,8 +149,15 @@ class App:
         path = scope.get("path", "/")
         query = parse_query(scope.get("query_string", b""))
         info = request_info(method, path, query)
-        body = await _read_body(receive, self.max_body_bytes) if method in ("POST", "PUT", "PATCH", "DELETE") \
-            else b""
+        body = b""
+        if method in ("POST", "PUT", "PATCH", "DELETE"):
+            # A body sent a byte at a time must not hold its connection forever: kube-apiserver
+            # reads it within the request timeout too, and answers 504 when that runs out.
+            with trio.move_on_after(self.request_timeout_s) as reading:
+                body = await _read_body(receive, self.max_body_bytes)
+            if reading.cancelled_caught:
+                raise errors.ServerTimeout("Timeout: request did not complete within requested timeout - "
+                                           "context deadline exceeded")
         return RequestContext(method, path, query, headers, info, body,
                               client_cert=self.peer_certificates.get(scope.get("client")))
 

@@ -145,3 +145,29 @@ async def test_out_of_range_integers_are_400_not_500(api: Api, query: str) -> No
         r = await api.request("GET", f"{path}?{query}")
         assert r.status == 400, (path, query, r.body[:300])
         assert _status(r.body)["reason"] == "BadRequest"
+
+
+async def test_a_body_sent_too_slowly_gets_504(api: Api, autojump_clock: trio.testing.MockClock) -> None:
+    """Issue 10: a request body that never finishes arriving held its connection forever (slow POST)."""
+    scope = {"type": "http", "method": "POST", "path": CM, "query_string": b"", "http_version": "1.1",
+             "scheme": "https", "headers": [(b"authorization", f"Bearer {TOKEN}".encode()),
+                                           (b"content-type", b"application/json")]}
+    parts = [b'{"metadata":', b'{"name":"slow"}']
+
+    async def receive() -> dict[str, Any]:
+        if parts:
+            return {"type": "http.request", "body": parts.pop(0), "more_body": True}
+        await trio.sleep_forever()  # ... and the rest never comes
+        raise AssertionError("unreachable")
+
+    out: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        out.append(message)
+
+    with trio.fail_after(api.app.request_timeout_s * 2):
+        await api.app(scope, receive, send)
+    assert out[0]["status"] == 504
+    status = _status(b"".join(m.get("body", b"") for m in out[1:]))
+    assert (status["reason"], status["code"]) == ("Timeout", 504)
+    assert (await api.request("GET", f"{CM}/slow")).status == 404
