@@ -332,8 +332,11 @@ class Handlers:
                 typed.check(self.schema, root, new)
             except errors.BadRequest as exc:
                 # kube-apiserver answers a patch whose result does not decode with 422 on "patch".
-                raise errors.invalid("", "", "", [field_invalid(
-                    "patch", orjson.dumps(new).decode(), exc.message)]) from None
+                try:
+                    rendered = orjson.dumps(new).decode()
+                except orjson.JSONEncodeError:  # deeper than the encoder goes: the message says why
+                    rendered = ""
+                raise errors.invalid("", "", "", [field_invalid("patch", rendered, exc.message)]) from None
             new = self._validate_fields(ctx, res, new, kind="Scale" if is_scale else "")
             new_rv = new.get("metadata", {}).get("resourceVersion")
             if new_rv and new_rv != original_rv:

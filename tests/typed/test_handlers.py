@@ -250,3 +250,13 @@ async def test_lone_surrogates_never_reach_storage(api: Api) -> None:
     assert r.json()["data"] == {"a": "x\ufffd", "b": "\ufffdy"}
     listed = (await api.request("GET", CMS)).body
     assert orjson.loads(listed)["items"][0]["data"]["a"] == "x\ufffd"
+
+
+async def test_json_patch_that_builds_depth_is_4xx(api: Api) -> None:
+    """Issue 10: a patch can build a value deeper than its own body; the result is bounded all the same."""
+    await api.create(CMS, cm("jp"))
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/x", "value": {}}]
+    ops += [{"op": "copy", "from": "/x", "path": "/x/a"} for _ in range(120)]
+    r = await api.request("PATCH", CMS + "/jp", ops, content_type=JSON_PATCH)
+    assert 400 <= r.status < 500, r.body
+    assert "x" not in (await api.request("GET", CMS + "/jp")).json()
