@@ -200,7 +200,13 @@ class Handlers:
             raise errors.BadRequest("Object 'Kind' is missing in ''")
         if media == PROTOBUF:
             # Protobuf has no unknown fields to validate: the decoder drops them, as kube-apiserver's does.
-            return protobuf.drop_go_zero_values(self.schema, protobuf.decode_object(self.schema, ctx.body))
+            # Its values are typed by the wire; only nesting (recursive messages, raw JSON) needs a bound.
+            try:
+                obj = protobuf.drop_go_zero_values(self.schema, protobuf.decode_object(self.schema, ctx.body))
+            except RecursionError:
+                raise errors.BadRequest("protobuf: the object is nested too deeply") from None
+            typed.check_depth(obj)
+            return obj
         if media == YAML:
             obj = typed.load_yaml(ctx.body)  # JSON-compatible values only, depth and aliases bounded
             if obj is None:
