@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 from urllib.parse import quote
 
@@ -119,6 +120,7 @@ RAW_JSON = ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1e-400", "-0", "
             "\"\xff\xfe\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\""]
 
 
+@lru_cache(maxsize=None)  # one strategy object: hypothesis caches its work per object
 def names() -> st.SearchStrategy[str]:
     good = st.from_regex(r"\A[a-z][a-z0-9-]{0,14}[a-z0-9]\Z")
     odd = st.sampled_from(["", "-", "a" * 254, "a" * 64, "A", "a_b", "a.b", "..", ".", "a/b", "%2F", "ü", "a b",
@@ -126,6 +128,7 @@ def names() -> st.SearchStrategy[str]:
     return st.one_of(good, good, good, odd)
 
 
+@lru_cache(maxsize=None)  # one strategy object: hypothesis caches its work per object
 def scalars() -> st.SearchStrategy[Any]:
     return st.one_of(
         st.none(), st.booleans(), st.integers(-2**70, 2**70), st.sampled_from(BIG_INTS),
@@ -134,6 +137,7 @@ def scalars() -> st.SearchStrategy[Any]:
                          "-1", "NaN", "a" * 300]))
 
 
+@lru_cache(maxsize=None)  # one strategy object: hypothesis caches its work per object
 def json_values(max_leaves: int = 8) -> st.SearchStrategy[Any]:
     return st.recursive(scalars(), lambda inner: st.one_of(
         st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
@@ -149,6 +153,7 @@ def deep(n: int, kind: str) -> str:
     return '{"a":[' * n + "1" + "]}" * n
 
 
+@lru_cache(maxsize=None)  # one strategy object: hypothesis caches its work per object
 def raw_fragments() -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(RAW_JSON),
                      st.builds(deep, st.sampled_from([64, 200, 1000, 10_000, 100_000]),
@@ -188,12 +193,33 @@ def _set(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
     return obj
 
 
+STRINGS = ["", "a" * 64, "a" * 254, "a" * 10_000, "A", "-a", "a.", "a/b", "x:y", "\u00fc", "\U0001F600", "\t", " ",
+           "${x}", "../..", "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.123456+05:30", "1Gi", "-1", "1e3", "0.5m",
+           "default", "system:admin", "*", "%00", "\ud800"]
+
+
+@lru_cache(maxsize=None)
+def same_typed() -> dict[type, st.SearchStrategy[Any]]:
+    """Values of each JSON type that stay that type but are odd (validation's and storage's turn)."""
+    text = st.one_of(st.sampled_from(STRINGS), st.text(max_size=20))
+    return {
+        str: text,
+        bool: st.booleans(),
+        int: st.one_of(st.integers(-2**64, 2**64), st.sampled_from(BIG_INTS + [0, -1, 1])),
+        float: st.floats(allow_nan=False, allow_infinity=False),
+        dict: st.dictionaries(text, text, max_size=4),
+        list: st.lists(text, max_size=4),
+        type(None): st.none(),
+    }
+
+
 @st.composite
 def wrong_objects(draw: st.DrawFn, kind: Kind, name: str) -> tuple[bytes, dict[str, Any]]:
-    """A valid-looking object of ``kind`` with 0-3 values swapped for random ones; its JSON bytes."""
+    """A valid-looking object of ``kind`` with 0-3 values swapped for random ones (of any type, or of
+    the type they had); its JSON bytes."""
     obj = kind.template(name)
     raw: str | None = None
-    for _ in range(draw(st.integers(0, 3))):
+    for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2, 3]))):
         where = draw(st.sampled_from(["meta", "meta", "any", "any", "new"]))
         if where == "meta":
             path: tuple[Any, ...] = ("metadata", draw(st.sampled_from(META_FIELDS)))
@@ -209,9 +235,16 @@ def wrong_objects(draw: st.DrawFn, kind: Kind, name: str) -> tuple[bytes, dict[s
             path = draw(st.sampled_from(_paths(obj)[1:]))
         else:
             path = (draw(st.sampled_from(["spec", "status", "data", "metadata", "apiVersion", "kind", "x"])),)
-        if draw(st.integers(0, 5)) == 0 and raw is None:
+        how = draw(st.sampled_from(["raw", "any", "any", "same", "same", "same"]))
+        if how == "raw" and raw is None:
             value: Any = HOLE
             raw = draw(raw_fragments())
+        elif how == "same":
+            try:
+                old = _get(obj, path)
+            except (KeyError, IndexError, TypeError):
+                old = ""
+            value = draw(same_typed().get(type(old), same_typed()[str]))
         else:
             value = draw(json_values())
         try:
@@ -224,6 +257,13 @@ def wrong_objects(draw: st.DrawFn, kind: Kind, name: str) -> tuple[bytes, dict[s
     return text, obj
 
 
+def _get(obj: Any, path: tuple[Any, ...]) -> Any:
+    for p in path:
+        obj = obj[p]
+    return obj
+
+
+@lru_cache(maxsize=None)  # one strategy object: hypothesis caches its work per object
 def whole_bodies() -> st.SearchStrategy[bytes]:
     """Bodies that are not an object at all: random JSON, truncated JSON, deep nesting, junk bytes."""
     return st.one_of(
@@ -247,17 +287,30 @@ YAML_VALUES = ["!!binary aGVsbG8=", "!!set {a, b}", "2001-12-14t21:59:43.10-05:0
                "\t"]
 
 
+YAML_BODY = {
+    "ConfigMap": "data:\n  k: {data}\n  k2: v\n",
+    "Secret": "stringData:\n  k: {data}\n",
+    "Pod": "spec:\n  containers:\n  - name: c\n    image: {data}\n",
+    "Lease": "spec:\n  holderIdentity: {data}\n  renewTime: {time}\n  leaseDurationSeconds: {number}\n",
+}
+YAML_TIMES = ["2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:00Z", "2026-01-01 00:00:00", "2026-01-01",
+              "!!timestamp 2026-01-01", "2026-01-01T00:00:00.5+05:30", "'2026-01-01T00:00:00Z'"]
+
+
 @st.composite
-def yaml_bodies(draw: st.DrawFn) -> bytes:
-    """A YAML ConfigMap (or other kind) with tags, timestamps, anchors, aliases, odd keys, several documents."""
-    kind = draw(st.sampled_from(["ConfigMap", "Secret", "Pod", "Lease"]))
+def yaml_bodies(draw: st.DrawFn, kind: str) -> bytes:
+    """A YAML object of ``kind`` (ConfigMap, Secret, Pod, Lease) with tags, timestamps, anchors, aliases,
+    odd keys, several documents, in some of its slots; the others hold plain values."""
     api = "coordination.k8s.io/v1" if kind == "Lease" else "v1"
-    slots = {k: draw(st.one_of(st.sampled_from(YAML_VALUES), st.just("plain")))
-             for k in ("label", "data", "name", "extra", "spec")}
-    name = slots["name"] if draw(st.integers(0, 3)) == 0 else draw(st.from_regex(r"\Ay[a-z0-9]{1,10}\Z"))
-    doc = (f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  labels: {{app: {slots['label']}}}\n"
-           f"  annotations: &ann {{note: x}}\ndata:\n  k: {slots['data']}\n  copy: *ann\n"
-           f"x-extra: {slots['extra']}\nspec: {slots['spec']}\n")
+
+    def slot(plain: str) -> str:
+        return draw(st.sampled_from(YAML_VALUES)) if draw(st.integers(0, 2)) == 0 else plain
+
+    name = slot(draw(st.from_regex(r"\Ay[a-z0-9]{1,10}\Z")))
+    doc = (f"apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  labels: {{app: {slot('fuzz')}}}\n"
+           f"  annotations: &ann {{note: {slot('x')}}}\n"
+           + YAML_BODY[kind].format(data=slot("v"), time=draw(st.sampled_from(YAML_TIMES)), number=slot("15"))
+           + f"x-copy: *ann\nx-extra: {slot('e')}\n")
     if draw(st.booleans()):
         # aliases: at most 6**levels expansions (bounded: an unbounded 'billion laughs' is a corpus matter)
         levels, fan = draw(st.integers(1, 4)), draw(st.integers(2, 6))
@@ -265,14 +318,18 @@ def yaml_bodies(draw: st.DrawFn) -> bytes:
         for i in range(1, levels + 1):
             lines.append(f"  l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * fan) + "]")
         doc += "\n".join(lines) + "\n"
-    if draw(st.booleans()):
+    if draw(st.integers(0, 4)) == 0:
         doc += "<<: {merged: 1}\n"
     if draw(st.integers(0, 3)) == 0:
         doc = doc + "---\n" + draw(st.sampled_from([doc, "", "a: 1\n", "--- !!set {a}\n", "...\n"]))
-    if draw(st.integers(0, 5)) == 0:
+    if draw(st.integers(0, 6)) == 0:
         doc = draw(st.sampled_from(["", "---\n", "~\n", "[]\n", "- a\n", "!!binary aGVsbG8=\n", "\"\\ud800\"\n",
                                     "\ufeffa: 1\n", "a: b: c\n", "%YAML 9.9\n---\na: 1\n", "%TAG ! tag:x,2000:\n---\n!a 1\n"]))
-    return doc.encode("utf-8", "surrogatepass")
+    body = doc.encode("utf-8", "surrogatepass")
+    if draw(st.integers(0, 8)) == 0:  # bytes that are not UTF-8 at all
+        at = draw(st.integers(0, len(body)))
+        body = body[:at] + draw(st.sampled_from([b"\xff", b"\xbe", b"\x00", b"\xed\xa0\x80", b"\xc0\xaf"])) + body[at:]
+    return body
 
 
 # -- protobuf ----------------------------------------------------------------------------------------
@@ -382,6 +439,7 @@ NUMBERS = ["0", "1", "-1", "500", "99999999999999999999999", "9" * 400, "-999999
            "4294967296", "-9223372036854775809", "007", "%00", "%FF"]
 
 
+@lru_cache(maxsize=None)  # one strategy object: hypothesis caches its work per object
 def numberish() -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(NUMBERS), st.integers(-2**80, 2**80).map(str))
 
@@ -412,8 +470,8 @@ def list_queries(draw: st.DrawFn, watch: bool | None = None) -> tuple[str, bool]
     opts = {
         "limit": numberish(), "continue": continue_tokens(),
         # mostly ones the server has reached: a future one waits (kube: ~3 s, then 504)
-        "resourceVersion": st.one_of(st.sampled_from(["0", "", "1", "2", "abc", "-1", "1.5", "0x1", "\u0661", "01"]),
-                                     st.sampled_from(["0", "1"]), numberish()),
+        "resourceVersion": st.one_of(*[st.sampled_from(["0", "", "1", "2", "abc", "-1", "1.5", "0x1", "\u0661", "01",
+                                                        "9" * 400, "99999999999999999999999", " 1"])] * 9, numberish()),
         "resourceVersionMatch": st.sampled_from(["NotOlderThan", "Exact", "", "exact", "Latest", "x"]),
         "timeoutSeconds": numberish(), "sendInitialEvents": st.sampled_from(BOOLS),
         "allowWatchBookmarks": st.sampled_from(BOOLS), "labelSelector": label_selectors(),
@@ -520,6 +578,15 @@ def merge_patches(draw: st.DrawFn, strategic: bool) -> bytes:
                               st.lists(st.one_of(st.sampled_from(["c", "a", "image", "name"]), st.just({"name": "c"})),
                                        max_size=3)))
 
+    if draw(st.integers(0, 2)) == 0:  # type-correct: labels and annotations set, changed, removed (null)
+        text = same_typed()[str]
+        change = st.dictionaries(st.one_of(st.sampled_from(["app", "tier", "a/b", "x.io/y"]), text),
+                                 st.one_of(st.none(), text), max_size=3)
+        good: dict[str, Any] = {"metadata": {"labels": draw(change), "annotations": draw(change)}}
+        if strategic and draw(st.booleans()):
+            good["metadata"]["$deleteFromPrimitiveList/finalizers"] = draw(st.lists(text, max_size=2))
+            good["metadata"]["finalizers"] = draw(st.lists(st.sampled_from(["a.io/f", "x", ""]), max_size=2))
+        return dumps(good)
     patch: dict[str, Any] = {}
     meta: dict[str, Any] = {}
     for f in draw(st.lists(st.sampled_from(META_FIELDS), max_size=3)):

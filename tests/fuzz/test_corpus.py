@@ -491,6 +491,42 @@ def test_item14_node_has_spec_and_status(kapi: Kapi) -> None:
     assert "spec" in doc and "status" in doc, doc
 
 
+# -- found by the fuzz suite (issue 10's "find the next ones") -----------------------------------------
+
+def test_fuzz_unknown_field_with_non_latin1_name(kapi: Kapi) -> None:
+    """Issue 10, found by tests/fuzz: an unknown field named "\u20ac" made the Warning header fail to
+    encode (latin-1): 500 with an empty body. kube answers 201 and warns (UTF-8 in the header)."""
+    ns = kapi.ns()
+    for i, body in enumerate(['{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e0"},"\u20ac":1}',
+                              '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e1","\u20ac":1}}']):
+        r = kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", body.encode(), [JSON])
+        assert r.status == 201, (i, r.status, r.body[:300])
+        warning = r.header("warning") or ""
+        assert "unknown field" in warning, r.headers
+
+
+def test_fuzz_yaml_not_utf8_or_control_characters(kapi: Kapi) -> None:
+    """Issue 10, found by tests/fuzz: a YAML body that is not UTF-8 (or holds a C1 control character,
+    which PyYAML refuses) answered 500 (yaml.reader.ReaderError). kube: 400 (sigs.k8s.io/yaml's error)."""
+    ns = kapi.ns()
+    for body in [b"\xff", b"\xbe", b"a: \xc2\x92\n", b"\x00", b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \xff}\n"]:
+        r = kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", body, [YAML])
+        status_of(r, 400, "BadRequest")
+    assert kapi.alive()
+
+
+def test_fuzz_strategic_merge_patch_unknown_directive_value(kapi: Kapi) -> None:
+    """Issue 10, found by tests/fuzz: a strategic merge patch with "$patch" set to an unknown value in a
+    map answered 500 "unknown patch type". (kube's strategicpatch returns this error unmapped, so kube
+    says 500 too; kapi must not: it is the client's bad patch, a 400.)"""
+    ns = kapi.ns()
+    assert kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", _j(_cm("p")), [JSON]).status == 201
+    for patch in [b'{"metadata":{"$patch":"x"}}', b'{"$patch":["a"]}', b'{"data":{"$patch":1}}']:
+        r = kapi.send("PATCH", f"/api/v1/namespaces/{ns}/configmaps/p", patch,
+                      [("Content-Type", "application/strategic-merge-patch+json")])
+        status_of(r, 400, "BadRequest")
+
+
 # -- and afterwards ---------------------------------------------------------------------------------
 
 def test_zz_restart_after_corpus(_kapi: Kapi) -> None:
