@@ -23,7 +23,7 @@ import yaml
 from . import errors
 from .schema import FieldDef, Schema, TypeDef
 
-__all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "check", "check_depth", "load_yaml"]
+__all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "canonical_time", "check", "check_depth", "json_kind", "load_yaml"]
 
 MAX_DEPTH = 100  # containers nested deeper than this are refused before any recursive code sees them
 MAX_YAML_NODES = 1_000_000  # a YAML document whose aliases expand past this many nodes is refused
@@ -147,8 +147,8 @@ def _go_type(schema: Schema | None, f: FieldDef) -> str:
     return "interface {}"
 
 
-def _kind(value: Any) -> str:
-    """The JSON kind of a value as Go's UnmarshalTypeError names it."""
+def json_kind(value: Any) -> str:
+    """The JSON kind of a value as Go's UnmarshalTypeError names it (``array``, ``bool``, ``number``...)."""
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, str):
@@ -188,7 +188,7 @@ class _Walker:
 
     def struct(self, t: TypeDef, value: Any, depth: int, meta_first: bool = False) -> None:
         if type(value) is not dict:
-            raise _Mismatch(_kind(value), _go_name(t.name))
+            raise _Mismatch(json_kind(value), _go_name(t.name))
         if depth > MAX_DEPTH:
             raise _TooDeep
         fields = t.fields
@@ -252,7 +252,7 @@ class _Walker:
         kind = f.type
         if kind == "string":
             if type(value) is not str:
-                raise _Mismatch(_kind(value), _go_type(self.schema, f))
+                raise _Mismatch(json_kind(value), _go_type(self.schema, f))
             if f.ref:
                 if f.ref == _TIME:
                     return canonical_time(value, micro=False)
@@ -270,10 +270,10 @@ class _Walker:
                     self.struct(t, value, depth)
                     return value
                 if f.ref == _FIELDS_V1 and type(value) is not dict:
-                    raise _Mismatch(_kind(value), _go_name(f.ref))
+                    raise _Mismatch(json_kind(value), _go_name(f.ref))
                 return self.any(value, depth)
             if type(value) is not dict:
-                raise _Mismatch(_kind(value), _go_type(self.schema, f))
+                raise _Mismatch(json_kind(value), _go_type(self.schema, f))
             if depth > MAX_DEPTH:
                 raise _TooDeep
             values = f.values
@@ -297,7 +297,7 @@ class _Walker:
             return value
         if kind == "array":
             if type(value) is not list:
-                raise _Mismatch(_kind(value), _go_type(self.schema, f))
+                raise _Mismatch(json_kind(value), _go_type(self.schema, f))
             if depth > MAX_DEPTH:
                 raise _TooDeep
             items = f.items
@@ -332,15 +332,15 @@ class _Walker:
                 raise _Mismatch(f"number {value}", _go_type(self.schema, f))
             if tv is float:
                 raise _Mismatch(f"number {_number_text(value)}", _go_type(self.schema, f))
-            raise _Mismatch(_kind(value), _go_type(self.schema, f))
+            raise _Mismatch(json_kind(value), _go_type(self.schema, f))
         if kind == "boolean":
             if type(value) is not bool:
-                raise _Mismatch(_kind(value), "bool")
+                raise _Mismatch(json_kind(value), "bool")
             return value
         if kind == "number":
             tv = type(value)
             if tv is not int and tv is not float:
-                raise _Mismatch(_kind(value), _go_type(self.schema, f))
+                raise _Mismatch(json_kind(value), _go_type(self.schema, f))
             return value
         if kind == "int-or-string":
             tv = type(value)
@@ -352,7 +352,7 @@ class _Walker:
                 raise _Mismatch(f"number {value}", "int32")
             if tv is float:
                 raise _Mismatch(f"number {_number_text(value)}", "int32")
-            raise _Mismatch(_kind(value), "int32")
+            raise _Mismatch(json_kind(value), "int32")
         if kind == "quantity":
             tv = type(value)
             if tv is str:

@@ -219,6 +219,10 @@ class Handlers:
         if not isinstance(obj, dict):
             raise errors.BadRequest(f"couldn't get version/kind; json parse error: "
                                     f"cannot unmarshal {type(obj).__name__} into Go value of type struct")
+        for key in ("apiVersion", "kind"):  # read first, into a struct of two strings
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                raise errors.BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+                                        f"{typed.json_kind(obj[key])} into Go struct field .{key} of type string")
         # Decoding is validation: Go's decoder refuses a wrong JSON type before anything reads the object.
         group, version, kind_name = _SCALE if kind == "Scale" else (res.group, res.version, res.kind)
         body_kind = obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else kind_name

@@ -260,3 +260,13 @@ async def test_json_patch_that_builds_depth_is_4xx(api: Api) -> None:
     r = await api.request("PATCH", CMS + "/jp", ops, content_type=JSON_PATCH)
     assert 400 <= r.status < 500, r.body
     assert "x" not in (await api.request("GET", CMS + "/jp")).json()
+
+
+async def test_kind_and_api_version_must_be_strings(api: Api) -> None:
+    r = await api.create(CMS, {"apiVersion": "v1", "kind": 1, "metadata": {"name": "k"}})
+    assert r.status == 400
+    assert r.json()["message"] == ("couldn't get version/kind; json parse error: json: cannot unmarshal number "
+                                   "into Go struct field .kind of type string")
+    r = await api.create(CMS, {"apiVersion": ["v1"], "metadata": {"name": "k"}})
+    assert r.status == 400
+    assert await _names(api) == []
