@@ -630,12 +630,14 @@ class _Loader(yaml.SafeLoader):
                     value = sign * int(body, 8)
                 else:
                     value = sign * int(body)
-                if -(1 << 63) <= value < (1 << 64):
+                if -(1 << 63) <= value < (1 << 64):  # int64, then uint64
                     return value
             except ValueError:
                 pass
         if _YAML_FLOAT.fullmatch(plain):
-            return _json_number(float(plain))
+            number = float(plain)
+            if math.isfinite(number):  # Go's ParseFloat refuses what overflows: the scalar stays a string
+                return _json_number(number)
         return self._not_a_number(node, text)
 
     def _not_a_number(self, node: Any, text: str) -> str:
@@ -702,7 +704,7 @@ def _json_number(value: float) -> int | float:
     """A YAML float as JSON carries it: integral values are written without a fraction."""
     if not math.isfinite(value):
         raise _YamlError("json: unsupported value: " + ("NaN" if math.isnan(value) else "+Inf" if value > 0 else "-Inf"))
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and -(2**63) <= value < 2**63:
         return int(value)
     return value
 
