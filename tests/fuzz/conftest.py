@@ -22,7 +22,7 @@ import re
 import signal
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -52,15 +52,18 @@ def rss_mb(pid: int) -> int:
     return int(m.group(1)) // 1024 if m else 0
 
 
+_EXC_LINE = re.compile(r"^[\s|+]*((?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Group|Exit|Interrupt)\b.*)$")
+
+
 def last_exception(log: str) -> str:
-    """The last line of the last traceback in a log excerpt (the exception and its message)."""
-    lines = log.splitlines()
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].startswith("Traceback"):
-            for line in lines[i + 1:]:
-                if line and not line.startswith((" ", "Traceback")):
-                    return line[:300]
-    return ""
+    """The last exception line of a log excerpt ("AttributeError: ..."), also inside trio's
+    exception-group boxes; "" when there is none."""
+    found = ""
+    for line in log.splitlines():
+        m = _EXC_LINE.match(line)
+        if m:
+            found = m.group(1)
+    return found[:300]
 
 
 def kube_answers_5xx(req: Request, resp: Response) -> bool:
@@ -117,6 +120,7 @@ class Target:
         self.findings: dict[tuple[Any, ...], Finding] = {}
         self.bricked: list[str] = []
         self.budgets: dict[str, Budget] = {}
+        self.recent: deque[dict[str, Any]] = deque(maxlen=3)  # what came just before an exit
         self.killed_for_rss = False
         self.peak_rss_mb = 0
         self.server = self._start(self._fresh_dir())
@@ -183,7 +187,7 @@ class Target:
             why = last_exception(str(err)) or (line[-1] if line else "")
             self.bricked.append(f"{old.data_dir.name}: {why}")
         self._start(self._fresh_dir())
-        return "BRICKED: its data dir does not start again; went on with a fresh one"
+        return f"BRICKED: its data dir does not start again ({self.bricked[-1]}); went on with a fresh one"
 
     def close(self) -> None:
         self._stop.set()
@@ -210,6 +214,11 @@ class Target:
         size = len(req.body or b"") + len(str(req.path)) + sum(len(k) + len(v) for k, v in req.headers)
         if isinstance(answer, Response):
             self.codes[group][answer.status] += 1
+        if isinstance(answer, NoAnswer) and self.alive():
+            try:  # a connection refused or cut: is the process on its way out?
+                self.server.proc.wait(timeout=1.0)
+            except Exception:  # noqa: BLE001 - still running
+                pass
         if not self.alive():
             time.sleep(0.2)
             rss, self.killed_for_rss = self.killed_for_rss, False
@@ -217,8 +226,11 @@ class Target:
             why = (f"killed by the fuzz watchdog: RSS over {MAX_RSS_MB} MB" if rss else
                    last_exception(log) or f"exit code {self.server.proc.poll()}")
             what = self.revive()
-            self._record(group, "exit", None, req, f"{why} [{what}]", size)
+            before = "; requests just before: " + json.dumps(list(self.recent))[:1500] if self.recent else ""
+            self._record(group, "exit", None, req, f"{why} [{what}]{before}", size)
+            self.recent.clear()
             return answer
+        self.recent.append(req.describe(200))
         if isinstance(answer, NoAnswer):
             detail = answer.error
             if answer.hang and not self._answers_readyz():
