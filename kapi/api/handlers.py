@@ -209,16 +209,17 @@ class Handlers:
             return obj
         if media == YAML:
             obj = typed.load_yaml(ctx.body)  # JSON-compatible values only, depth and aliases bounded
-            if obj is None:
-                raise errors.BadRequest("Object 'Kind' is missing in ''")
         else:
             try:
                 obj = orjson.loads(ctx.body)
             except orjson.JSONDecodeError as exc:
                 raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+        if obj is None:
+            raise errors.BadRequest(f"Object 'Kind' is missing in '{ctx.body.decode(errors='replace').strip()}'")
         if not isinstance(obj, dict):
-            raise errors.BadRequest(f"couldn't get version/kind; json parse error: "
-                                    f"cannot unmarshal {type(obj).__name__} into Go value of type struct")
+            raise errors.BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
+                                    f"{typed.json_kind(obj)} into Go value of type struct {{ APIVersion string "
+                                    '"json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }')
         for key in ("apiVersion", "kind"):  # read first, into a struct of two strings
             if obj.get(key) is not None and not isinstance(obj[key], str):
                 raise errors.BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal "

@@ -270,3 +270,20 @@ async def test_kind_and_api_version_must_be_strings(api: Api) -> None:
     r = await api.create(CMS, {"apiVersion": ["v1"], "metadata": {"name": "k"}})
     assert r.status == 400
     assert await _names(api) == []
+
+
+async def test_bodies_that_are_not_objects(api: Api) -> None:
+    r = await api.request("POST", CMS, b"[1]")
+    assert r.status == 400
+    assert r.json()["message"] == (
+        "couldn't get version/kind; json parse error: json: cannot unmarshal array into Go value of type struct "
+        '{ APIVersion string "json:\\"apiVersion,omitempty\\""; Kind string "json:\\"kind,omitempty\\"" }')
+    r = await api.request("POST", CMS, b"null")
+    assert r.status == 400
+    assert r.json()["message"] == "Object 'Kind' is missing in 'null'"
+    r = await api.request("POST", CMS, b"- a\n", content_type=YAML)
+    assert r.status == 400
+    assert "cannot unmarshal array into Go value of type struct" in r.json()["message"]
+    r = await api.request("POST", CMS, b"# nothing\n", content_type=YAML)
+    assert r.status == 400
+    assert r.json()["message"].startswith("Object 'Kind' is missing in ")
