@@ -26,7 +26,7 @@ from .schema import FieldDef, Schema, TypeDef
 __all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "canonical_time", "check", "check_depth", "json_kind", "load_yaml"]
 
 MAX_DEPTH = 100  # containers nested deeper than this are refused before any recursive code sees them
-MAX_YAML_NODES = 1_000_000  # a YAML document whose aliases expand past this many nodes is refused
+MAX_YAML_NODES = 100_000  # YAML aliases may expand to this many nodes in all (about a megabyte of JSON)
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _OBJECT_META = _META + "ObjectMeta"
@@ -158,10 +158,6 @@ def json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
-
-
-def _number_text(value: int | float) -> str:
-    return repr(value)
 
 
 def _clean(value: str) -> str:
@@ -331,7 +327,7 @@ class _Walker:
                     return value
                 raise _Mismatch(f"number {value}", _go_type(self.schema, f))
             if tv is float:
-                raise _Mismatch(f"number {_number_text(value)}", _go_type(self.schema, f))
+                raise _Mismatch(f"number {value!r}", _go_type(self.schema, f))
             raise _Mismatch(json_kind(value), _go_type(self.schema, f))
         if kind == "boolean":
             if type(value) is not bool:
@@ -351,7 +347,7 @@ class _Walker:
                     return value
                 raise _Mismatch(f"number {value}", "int32")
             if tv is float:
-                raise _Mismatch(f"number {_number_text(value)}", "int32")
+                raise _Mismatch(f"number {value!r}", "int32")
             raise _Mismatch(json_kind(value), "int32")
         if kind == "quantity":
             tv = type(value)
@@ -465,8 +461,7 @@ def canonical_time(value: str, *, micro: bool) -> str:
                                ("second", second, 59)):
         if number > high or what == "month" and number < 1:
             raise _Mismatch("", message=f"parsing time {_quote(value)}: {what} out of range")
-    # The usual case, already UTC and in canonical form, is returned as it came.
-    canonical = zone == "Z" and (value[19] == "." if micro else frac is None)
+    canonical = zone == "Z" and (value[19] == "." if micro else frac is None)  # only the day to check
     try:
         t = _dt.datetime(year, month, day, hour, minute, second, int(frac[:6].ljust(6, "0")) if frac else 0)
     except ValueError:
@@ -483,9 +478,9 @@ def canonical_time(value: str, *, micro: bool) -> str:
             t -= _dt.timedelta(hours=hh, minutes=mm) * sign
         except OverflowError:
             raise _Mismatch("", message=f"parsing time {_quote(value)}: year outside of range [0,9999]") from None
-    if micro:
-        return t.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    # Formatted by hand: strftime's %Y does not pad years before 1000 to four digits.
+    text = f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+    return f"{text}.{t.microsecond:06d}Z" if micro else f"{text}Z"
 
 
 def _time_error(value: str, micro: bool) -> str:
@@ -546,7 +541,8 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
         self._depth = 0
-        self._sizes: dict[int, int] = {}
+        self._sizes: dict[int, int] = {}  # expanded node count by id(node), of the nodes in _kept
+        self._kept: list[Any] = []  # every sized node stays alive, so its id stays its own
         self._total = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
@@ -577,14 +573,8 @@ class _Loader(yaml.SafeLoader):
         else:
             size = 1 + sum(sizes[id(k)] + sizes[id(v)] for k, v in node.value)
         sizes[id(node)] = size
-        self._nodes_keep.append(node)
+        self._kept.append(node)
         return node
-
-    _nodes_keep: list[Any]
-
-    def compose_document(self) -> Any:
-        self._nodes_keep = []  # keep sized nodes alive so their ids stay theirs
-        return super().compose_document()
 
     def construct_undefined(self, node: Any) -> Any:
         # Unknown tags (``!foo``, ``!!python/...``): go-yaml keeps the value as what it is.

@@ -198,3 +198,9 @@ def test_delete_options_type() -> None:
     assert message({"dryRun": "All"}, name) == unmarshal("string", "dryRun", "[]string", "DeleteOptions")
     assert typed.check(SCHEMA, name, {"gracePeriodSeconds": 0, "dryRun": ["All"]}) == {
         "gracePeriodSeconds": 0, "dryRun": ["All"]}
+
+
+def test_early_years_keep_four_digits() -> None:
+    obj = meta(creationTimestamp="0999-01-01T00:30:00+01:00")
+    typed.check(SCHEMA, CONFIGMAP, obj)
+    assert obj["metadata"]["creationTimestamp"] == "0998-12-31T23:30:00Z"
