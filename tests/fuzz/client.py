@@ -146,7 +146,8 @@ def send(ep: Endpoint, req: Request, token: str, timeout: float = HANG_SECONDS) 
             resp.begin()
             headers = resp.getheaders()
             if req.stream and 200 <= resp.status < 300:
-                return Response(resp.status, resp.reason, headers, b"", time.monotonic() - start, True)
+                return Response(resp.status, resp.reason, headers, _first_events(conn, resp),
+                                time.monotonic() - start, True)
             if resp.status == 101:
                 return Response(resp.status, resp.reason, headers, b"", time.monotonic() - start, True)
             body = resp.read(MAX_BODY)
@@ -159,6 +160,53 @@ def send(ep: Endpoint, req: Request, token: str, timeout: float = HANG_SECONDS) 
         return Response(resp.status, resp.reason, headers, body, time.monotonic() - start)
     finally:
         conn.close()
+
+
+#: How long the start of a watch stream is read: its first events (the initial state) come at once.
+STREAM_PEEK_SECONDS = 0.1
+CUT = b"\x00cut\x00"
+
+
+def _first_events(conn: ssl.SSLSocket, resp: http.client.HTTPResponse) -> bytes:
+    """What a watch stream sends within STREAM_PEEK_SECONDS; ends with CUT and the error when the server
+    broke the stream off (closed it without its last chunk)."""
+    conn.settimeout(STREAM_PEEK_SECONDS)
+    got = b""
+    deadline = time.monotonic() + STREAM_PEEK_SECONDS
+    try:
+        while time.monotonic() < deadline and len(got) < (1 << 20):
+            chunk = resp.read1(65536)
+            if not chunk:
+                break  # the stream ended properly
+            got += chunk
+            conn.settimeout(0.02)  # the rest of a burst, not more waiting
+    except TimeoutError:
+        pass
+    except (http.client.HTTPException, OSError, ssl.SSLError) as err:
+        return got + CUT + repr(err).encode()
+    return got
+
+
+def stream_problem(resp: Response) -> str | None:
+    """Why the start of a JSON watch stream is wrong: cut off, not event lines, or an ERROR event with a
+    5xx Status (None when it looks right)."""
+    body = resp.body
+    if CUT in body:
+        return "watch stream cut off: " + body.split(CUT, 1)[1].decode("utf-8", "replace")[:200]
+    ctype = (resp.header("content-type") or "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        return None
+    for line in body.split(b"\n")[:-1]:  # the last piece may be an event cut by the peek
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            return f"watch stream line is not JSON: {line[:120]!r}"
+        if not isinstance(ev, dict) or ev.get("type") not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"):
+            return f"watch stream line is not an event: {line[:120]!r}"
+        obj = ev.get("object")
+        if ev["type"] == "ERROR" and isinstance(obj, dict) and isinstance(obj.get("code"), int) and obj["code"] >= 500:
+            return f"watch ERROR event with code {obj['code']}: {str(obj.get('message'))[:200]}"
+    return None
 
 
 def status_body_problem(req: Request, resp: Response) -> str | None:

@@ -30,7 +30,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..e2e.conftest import Server, start_server, stop_server
-from .client import Endpoint, NoAnswer, Request, Response, send, status_body_problem
+from .client import Endpoint, NoAnswer, Request, Response, send, status_body_problem, stream_problem
 
 NAMESPACE = "fuzz"
 TOTAL_SECONDS = float(os.environ.get("KAPI_FUZZ_SECONDS", "50"))
@@ -39,7 +39,7 @@ MAX_RSS_MB = int(os.environ.get("KAPI_FUZZ_MAX_RSS_MB", "1500"))
 #: After this many hangs a group stops sending (each costs the hang timeout).
 MAX_HANGS_PER_GROUP = 3
 
-KINDS = ("5xx", "exit", "hang", "dropped", "not-status")
+KINDS = ("5xx", "exit", "hang", "dropped", "not-status", "bad-stream")
 
 
 def rss_mb(pid: int) -> int:
@@ -240,6 +240,10 @@ class Target:
             return answer
         if answer.status >= 500 and not kube_answers_5xx(req, answer):
             self._record(group, "5xx", answer.status, req, describe_5xx(answer, self.log_since()), size)
+        elif answer.streamed and answer.status < 300:
+            problem = stream_problem(answer)
+            if problem:
+                self._record(group, "bad-stream", answer.status, req, problem, size)
         else:
             problem = status_body_problem(req, answer)
             if problem:

@@ -213,11 +213,17 @@ def same_typed() -> dict[type, st.SearchStrategy[Any]]:
     }
 
 
-@st.composite
-def wrong_objects(draw: st.DrawFn, kind: Kind, name: str) -> tuple[bytes, dict[str, Any]]:
+def wrong_objects(kind: Kind, name: str) -> st.SearchStrategy[tuple[bytes, dict[str, Any]]]:
     """A valid-looking object of ``kind`` with 0-3 values swapped for random ones (of any type, or of
     the type they had); its JSON bytes."""
-    obj = kind.template(name)
+    return mutations(kind.template(name))
+
+
+@st.composite
+def mutations(draw: st.DrawFn, original: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+    """``original`` (left untouched) with 0-3 values swapped for random ones; its JSON bytes."""
+    obj = json.loads(json.dumps(original))
+    obj.setdefault("metadata", {})
     raw: str | None = None
     for _ in range(draw(st.sampled_from([0, 1, 1, 1, 2, 3]))):
         where = draw(st.sampled_from(["meta", "meta", "any", "any", "new"]))
@@ -255,6 +261,33 @@ def wrong_objects(draw: st.DrawFn, kind: Kind, name: str) -> tuple[bytes, dict[s
     if raw is not None:
         text = text.replace(dumps(HOLE), raw.encode("utf-8", "surrogatepass"))
     return text, obj
+
+
+POOL: list[Any] = [None, True, False, 0, -1, 1.5, "", "x", [], {}, [1], {"a": 1}, {"a": "b"}, ["a"], "a" * 300,
+                   "\ud800", "2026-01-01T00:00:00Z", "9" * 40] + BIG_INTS + STRINGS
+
+
+def shuffled(original: dict[str, Any], seed: int) -> bytes:
+    """``original`` with 0-3 values (chosen by ``seed``) replaced: by one of another type or one of the
+    same type. Drawn from a seed, not from hypothesis, for objects read back from the server (their
+    shape changes from run to run, which hypothesis must not see)."""
+    import random
+    rnd = random.Random(seed)
+    obj = json.loads(json.dumps(original))
+    for _ in range(rnd.choice([0, 1, 1, 1, 2, 3])):
+        paths = _paths(obj)[1:]
+        if not paths:
+            break
+        path = rnd.choice(paths)
+        old = _get(obj, path)
+        same = [v for v in POOL if type(v) is type(old)]
+        value = rnd.choice(same) if same and rnd.random() < 0.5 else rnd.choice(POOL)
+        _set(obj, path, copy_json(value))
+    return dumps(obj, rnd.random() < 0.5)
+
+
+def copy_json(v: Any) -> Any:
+    return json.loads(json.dumps(v)) if isinstance(v, (dict, list)) else v
 
 
 def _get(obj: Any, path: tuple[Any, ...]) -> Any:
@@ -463,6 +496,12 @@ def continue_tokens(draw: st.DrawFn) -> str:
 BOOLS = ["true", "false", "1", "0", "", "True", "FALSE", "yes", "t", "f", "2", "garbage", "%00"]
 
 
+def watch_param_true(value: str) -> bool:
+    """kube's reading of a bool query parameter (runtime.Convert_Slice_string_To_bool): anything but
+    "0" or "false" (any case), the empty string included, is true."""
+    return not (value == "0" or value.lower() == "false")
+
+
 @st.composite
 def list_queries(draw: st.DrawFn, watch: bool | None = None) -> tuple[str, bool]:
     """A query string of list/watch options and whether it asks for a watch (so the answer streams)."""
@@ -489,7 +528,7 @@ def list_queries(draw: st.DrawFn, watch: bool | None = None) -> tuple[str, bool]
         is_watch = True
     elif draw(st.integers(0, 6)) == 0:
         params.append(("watch", draw(st.sampled_from(BOOLS))))
-        is_watch = params[-1][1].lower() not in ("false", "0", "f", "")
+        is_watch = watch_param_true(params[-1][1])
     raw = draw(st.integers(0, 8)) == 0
     q = "&".join(f"{k}={v}" if raw else f"{quote(k, safe='')}={quote(v, safe='', errors='surrogatepass')}"
                  for k, v in params)

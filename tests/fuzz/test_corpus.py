@@ -495,10 +495,12 @@ def test_item14_node_has_spec_and_status(kapi: Kapi) -> None:
 
 def test_fuzz_unknown_field_with_non_latin1_name(kapi: Kapi) -> None:
     """Issue 10, found by tests/fuzz: an unknown field named "\u20ac" made the Warning header fail to
-    encode (latin-1): 500 with an empty body. kube answers 201 and warns (UTF-8 in the header)."""
+    encode (latin-1): 500 with an empty body; one with a control character made h11 refuse the header
+    (500). kube answers 201 and warns (the text quoted, UTF-8 in the header)."""
     ns = kapi.ns()
     for i, body in enumerate(['{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e0"},"\u20ac":1}',
-                              '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e1","\u20ac":1}}']):
+                              '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e1","\u20ac":1}}',
+                              '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2"},"a\\u000bb":1}']):
         r = kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", body.encode(), [JSON])
         assert r.status == 201, (i, r.status, r.body[:300])
         warning = r.header("warning") or ""
@@ -521,10 +523,23 @@ def test_fuzz_strategic_merge_patch_unknown_directive_value(kapi: Kapi) -> None:
     says 500 too; kapi must not: it is the client's bad patch, a 400.)"""
     ns = kapi.ns()
     assert kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", _j(_cm("p")), [JSON]).status == 201
-    for patch in [b'{"metadata":{"$patch":"x"}}', b'{"$patch":["a"]}', b'{"data":{"$patch":1}}']:
+    for patch in [b'{"metadata":{"$patch":"x"}}', b'{"$patch":["a"]}', b'{"data":{"$patch":1}}', b'{"$patch":null}',
+                  b'{"metadata":{"$patch":""}}']:
         r = kapi.send("PATCH", f"/api/v1/namespaces/{ns}/configmaps/p", patch,
                       [("Content-Type", "application/strategic-merge-patch+json")])
         status_of(r, 400, "BadRequest")
+
+
+def test_fuzz_watch_parameter_is_kubes_bool(kapi: Kapi) -> None:
+    """Issue 10, found by tests/fuzz: ``watch=t`` answered a LIST. kube reads a bool query parameter as
+    true unless it is "0" or "false" in any case (runtime.Convert_Slice_string_To_bool): a watch."""
+    for value in ["t", "yes", "True", "2"]:
+        r = kapi.send("GET", f"/api/v1/namespaces/default/configmaps?watch={value}&timeoutSeconds=1")
+        assert r.status == 200
+        first = json.loads(r.body.split(b"\n", 1)[0])
+        assert first.get("type") == "ADDED", (value, r.body[:200])
+    r = kapi.send("GET", "/api/v1/namespaces/default/configmaps?watch=FALSE")
+    assert r.status == 200 and r.json()["kind"] == "ConfigMapList"
 
 
 # -- and afterwards ---------------------------------------------------------------------------------
