@@ -197,6 +197,9 @@ class _Connection(TCPServer):
                     # the handshake included.
                     await self._expect_headers(accepted + self.limits.read_header_timeout_s)
                 await self._read_data()
+                # Nothing more will be read: a header deadline still running would hold the
+                # connection (and a shutdown) until it fired.
+                await self._header_timer.stop()
         except OSError:
             pass
         finally:

@@ -49,16 +49,18 @@ class Served:
         return stream
 
 
-async def _serve(nursery: trio.Nursery, tmp_path: Path, limits: ConnectionLimits) -> Served:
+async def _serve(nursery: trio.Nursery, tmp_path: Path, limits: ConnectionLimits, *, graceful_s: float = 1,
+                 shutdown: trio.Event | None = None) -> Served:
     pki = ensure_pki(tmp_path, "127.0.0.1")
     config = HypercornConfig()
     config.bind = ["127.0.0.1:0"]
     config.certfile, config.keyfile = str(pki.serving_cert), str(pki.serving_key)
     config.alpn_protocols = ["h2", "http/1.1"]
     config.accesslog = None
-    config.graceful_timeout = 1
+    config.graceful_timeout = graceful_s
+    trigger = shutdown.wait if shutdown is not None else trio.sleep_forever
     binds = await nursery.start(partial(serve_https, _app, config, str(pki.ca_cert), PeerCertificates(),
-                                        shutdown_trigger=trio.sleep_forever, limits=limits))
+                                        shutdown_trigger=trigger, limits=limits))
     return Served(int(binds[0].rsplit(":", 1)[1]), pki.ca_cert)
 
 
@@ -179,3 +181,22 @@ async def test_protocol_errors_answer_a_status(nursery: trio.Nursery, tmp_path: 
                           + b"\r\n\r\n")
     assert (await _closed_by_server(stream)).startswith(b"HTTP/1.1 200 OK")
     nursery.cancel_scope.cancel()
+
+
+async def test_shutdown_is_not_held_by_a_header_deadline(tmp_path: Path) -> None:
+    """Issue 10: a keep-alive connection whose next request has begun closes at shutdown at once;
+    its header deadline (here far away) must not keep the server waiting for it."""
+    shutdown = trio.Event()
+    with trio.fail_after(WAIT_S):
+        async with trio.open_nursery() as nursery:
+            served = await _serve(nursery, tmp_path, ConnectionLimits(read_header_timeout_s=600, idle_timeout_s=600),
+                                  graceful_s=600, shutdown=shutdown)
+            stream = await served.tls()
+            await stream.send_all(b"GET /a HTTP/1.1\r\nHost: kapi\r\n\r\n")
+            got = b""
+            while b'{"ok":true}\n' not in got:
+                got += await stream.receive_some(65536)
+            await stream.send_all(b"GET /b HTTP/1.1\r\n")
+            await trio.sleep(0.2)
+            shutdown.set()  # serve_https returns once its connections are closed: the nursery ends
+    await trio.aclose_forcefully(stream)
