@@ -397,14 +397,21 @@ class Handlers:
             raise errors.invalid("DeleteOptions", "", "", [errors.Cause(
                 "FieldValueInvalid", "Invalid value: \"%s\": orphanDependents and deletionPropagation "
                 "cannot be both set" % policy, "propagationPolicy")])
+        unsafe = body.get("ignoreStoreReadErrorWithClusterBreakingPotential") is True
+        if _UNSAFE_DELETE in q:
+            unsafe = _parse_bool(_UNSAFE_DELETE, q[_UNSAFE_DELETE])
         return DeleteOptions(dry_run=bool(dry), grace_period_s=grace, propagation_policy=policy,
                              orphan_dependents=orphan, precondition_uid=pre.get("uid") or "",
-                             precondition_rv=pre.get("resourceVersion") or "")
+                             precondition_rv=pre.get("resourceVersion") or "", ignore_store_read_error=unsafe)
 
     async def delete(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._delete_options(ctx)
         out = self._out(ctx, res)
+        if opts.ignore_store_read_error:
+            # kube-apiserver: removing a corrupt object unread needs this verb of its own.
+            self.authorizer.authorize(ctx.user, "unsafe-delete-ignore-read-errors", res.resource, res.group,
+                                      info.namespace, info.name)
         result = await self.registry.delete(res, info.namespace, info.name, opts)
         if not result.deleted:
             return self._respond(result.obj, out, status=200)
@@ -417,6 +424,10 @@ class Handlers:
     async def deletecollection(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
         opts = self._delete_options(ctx)
+        if opts.ignore_store_read_error:
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [errors.Cause(
+                "FieldValueInvalid", "Invalid value: true: is not allowed with DELETECOLLECTION, try again "
+                "after removing the option", _UNSAFE_DELETE)])
         list_opts = parse_list_options(ctx.query)
         out = self._out(ctx, res)
         page: ListPage = await self.registry.delete_collection(res, info.namespace, list_opts, opts)
@@ -486,6 +497,19 @@ def cost_warning(res: Resource, opts: ListOptions, page: ListPage) -> str:
         return (f"this LIST of {res.qualified} scanned {page.scanned} objects in {where} to return {returned}; "
                 f"to make it cheaper, {hint}")
     return ""
+
+
+_UNSAFE_DELETE = "ignoreStoreReadErrorWithClusterBreakingPotential"
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+             "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def _parse_bool(name: str, value: str) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it; 400 otherwise."""
+    if value not in _GO_BOOLS:
+        raise errors.BadRequest(f'{name}: invalid value "{value}": strconv.ParseBool: parsing "{value}": '
+                                "invalid syntax")
+    return _GO_BOOLS[value]
 
 
 def _untyped(obj: Obj) -> Obj:

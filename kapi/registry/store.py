@@ -611,9 +611,13 @@ class Registry:
         go_roundtrip(self.schema, (res.group, res.version, res.kind), new)  # kube decodes into Go structs first
         md = meta.metadata(new)
         old_md = old["metadata"]
-        for k in ("uid", "creationTimestamp"):
-            if not md.get(k):
-                md[k] = old_md.get(k)
+        if not md.get("uid"):
+            md["uid"] = old_md.get("uid")
+        # kube's BeforeUpdate ignores changes to the creation timestamp: it keeps the old one.
+        if old_md.get("creationTimestamp"):
+            md["creationTimestamp"] = old_md["creationTimestamp"]
+        elif not md.get("creationTimestamp"):
+            md["creationTimestamp"] = old_md.get("creationTimestamp")
         causes = validate_update_meta(new, old)
         if causes:
             raise errors.invalid(res.kind, res.group, old_md["name"], causes)

@@ -154,6 +154,17 @@ async def test_put_of_a_get_with_offset_times_succeeds(api: Api) -> None:
     assert "parsing time \"not a time\"" in r.json()["message"]
 
 
+async def test_put_with_another_creation_timestamp_keeps_the_stored_one(api: Api) -> None:
+    """Issue 10: kube's BeforeUpdate ignores a changed creationTimestamp (no 422): the old one stays."""
+    created = (await api.create(CMS, cm("keep", a="1"))).json()
+    obj = dict(created, data={"a": "2"})
+    obj["metadata"] = dict(created["metadata"], creationTimestamp="2001-02-03T04:05:06Z")
+    r = await api.request("PUT", CMS + "/keep", obj)
+    assert r.status == 200, r.body
+    assert r.json()["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+    assert r.json()["data"] == {"a": "2"}
+
+
 async def test_lease_replace_with_micro_times_at_offsets(api: Api) -> None:
     """Issue 10: leader election with the Python client (renewTime/acquireTime are MicroTime)."""
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "leader"},
