@@ -398,12 +398,22 @@ def test_item10_impersonation_refused(kapi: Kapi) -> None:
     status_of(kapi.send("GET", "/api/v1/namespaces", headers=[("Impersonate-User", "someone")]), 403, "Forbidden")
 
 
-def test_item10_file_modes(kapi: Kapi) -> None:
-    """Issue 10 item 10: kapi.db (Secrets inside) is 0600, the data dir and pki/ are 0700."""
-    d = kapi.server.data_dir
-    assert (d / "kapi.db").stat().st_mode & 0o777 == 0o600
-    assert d.stat().st_mode & 0o777 == 0o700
-    assert (d / "pki").stat().st_mode & 0o777 == 0o700
+def test_item10_file_modes(tmp_path: Path) -> None:
+    """Issue 10 item 10: kapi.db (Secrets inside) is 0600, pki/ is 0700, and the data dir is 0700 once it
+    holds kapi's state (the harness creates the directory before kapi runs; kapi leaves a directory it
+    did not create alone until its state is in it, so the restart is where it must be 0700)."""
+    d = tmp_path / "d"
+    srv = start_server(d)
+    try:
+        assert (d / "kapi.db").stat().st_mode & 0o777 == 0o600
+        assert (d / "pki").stat().st_mode & 0o777 == 0o700
+        assert stop_server(srv) == 0
+        srv = start_server(d)
+        assert d.stat().st_mode & 0o777 == 0o700
+        assert (d / "kapi.db").stat().st_mode & 0o777 == 0o600
+        assert (d / "pki").stat().st_mode & 0o777 == 0o700
+    finally:
+        stop_server(srv)
 
 
 # -- items 11, 12: the Python client ----------------------------------------------------------------
