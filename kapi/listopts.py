@@ -103,8 +103,11 @@ class ListOptions:
     timeout_seconds: int | None = None
 
 
-def _bool(value: str) -> bool:
-    return value in ("1", "true", "True", "TRUE", "t", "T")
+def query_bool(query: dict[str, str], name: str) -> bool:
+    """A bool query parameter as kube reads it (``runtime.Convert_Slice_string_To_bool``): absent is
+    false; present, anything but "0" or "false" (in any case) is true, the empty string included."""
+    value = query.get(name)
+    return value is not None and value != "0" and value.lower() != "false"
 
 
 def _list_options_invalid(field: str, value: str, detail: str) -> errors.Invalid:
@@ -121,7 +124,7 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
     timeout = parse_int64(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
     sie: bool | None = None
     if "sendInitialEvents" in query:
-        sie = _bool(query["sendInitialEvents"])
+        sie = query_bool(query, "sendInitialEvents")
     opts = ListOptions(
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
@@ -129,8 +132,8 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
         continue_token=query.get("continue", ""),
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
-        watch=_bool(query.get("watch", "")),
-        allow_watch_bookmarks=_bool(query.get("allowWatchBookmarks", "")),
+        watch=query_bool(query, "watch"),
+        allow_watch_bookmarks=query_bool(query, "allowWatchBookmarks"),
         send_initial_events=sie,
         timeout_seconds=timeout,
     )

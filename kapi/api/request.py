@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote
 
-_TRUE = ("1", "true", "True")
+from ..listopts import query_bool
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +75,7 @@ def request_info(method: str, path: str, query: dict[str, str]) -> RequestInfo:
     subresource = rest[2] if len(rest) > 2 else ""
     if not name and verb == "get":
         verb = "list"
-    if verb == "list" and query.get("watch", "") in _TRUE:
+    if verb == "list" and query_bool(query, "watch"):
         verb = "watch"
     if verb == "delete" and not name:
         verb = "deletecollection"

@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from kapi import errors
+from kapi.api.request import request_info
 from kapi.listopts import decode_continue, encode_continue, parse_list_options
 
 
@@ -97,3 +98,15 @@ def test_continue_token_revision_beyond_int64_is_400() -> None:
     raw = b'{"v":"meta.k8s.io/v1","rv":18446744073709551615,"start":"a"}'
     with pytest.raises(errors.BadRequest):
         decode_continue(base64.urlsafe_b64encode(raw).decode().rstrip("="))
+
+
+@pytest.mark.parametrize(("value", "want"), [("true", True), ("t", True), ("yes", True), ("2", True), ("", True),
+                                             ("True", True), ("0", False), ("false", False), ("FALSE", False),
+                                             ("False", False)])
+def test_bool_parameters_read_as_kube_reads_them(value: str, want: bool) -> None:
+    """Issue 10 (found by the fuzz suite): watch=t answered a LIST; kube's Convert_Slice_string_To_bool
+    takes anything but "0" or "false" in any case as true."""
+    opts = parse_list_options({"watch": value, "allowWatchBookmarks": value})
+    assert (opts.watch, opts.allow_watch_bookmarks) == (want, want)
+    assert parse_list_options({}).watch is False
+    assert request_info("GET", "/api/v1/configmaps", {"watch": value}).verb == ("watch" if want else "list")
