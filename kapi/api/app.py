@@ -334,13 +334,24 @@ async def _read_body(receive: Any, limit: int) -> bytes:
             return b"".join(chunks)
 
 
+# Control characters but the tab, which no header value may carry (h11 refuses them): each becomes a space,
+# as Go's header writer turns CR and LF into spaces.
+_CONTROLS_TO_SPACE = {c: " " for c in (*range(0x00, 0x09), *range(0x0a, 0x20), 0x7f)}
+
+
+def _encode_headers(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    """Header values as Go writes them: UTF-8 bytes (a Warning may quote any field name), no control characters."""
+    return [(k.lower().encode("latin-1"), v.translate(_CONTROLS_TO_SPACE).encode("utf-8", "replace"))
+            for k, v in headers]
+
+
 async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: trio.Event) -> None:
     headers = [(b"content-type", resp.content_type.encode())]
     if resp.stream is None:
         headers.append((b"content-length", str(len(resp.body)).encode()))
     elif resp.length is not None:
         headers.append((b"content-length", str(resp.length).encode()))
-    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
+    headers += _encode_headers(resp.headers)
     try:
         await send({"type": "http.response.start", "status": resp.status, "headers": headers})
     except BaseException:
@@ -418,7 +429,7 @@ async def _refuse_upgrade(resp: Response, ctx: RequestContext | None, send: Any)
                                                  "watch over plain HTTP instead"),
                                proto=ctx is not None and _prefers_protobuf(ctx))
     headers = [(b"content-type", resp.content_type.encode()), (b"content-length", str(len(resp.body)).encode())]
-    headers += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
+    headers += _encode_headers(resp.headers)
     await send({"type": "websocket.http.response.start", "status": resp.status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": resp.body, "more_body": False})
 

@@ -171,3 +171,16 @@ async def test_a_body_sent_too_slowly_gets_504(api: Api, autojump_clock: trio.te
     status = _status(b"".join(m.get("body", b"") for m in out[1:]))
     assert (status["reason"], status["code"]) == ("Timeout", 504)
     assert (await api.request("GET", f"{CM}/slow")).status == 404
+
+
+@pytest.mark.parametrize("name", [b"\\u20ac", b"\xe2\x82\xac", b"a\\u000bb", b"x\\ny"])
+async def test_warning_headers_carry_any_field_name(api: Api, name: bytes) -> None:
+    """Issue 10 (found by the fuzz suite): a Warning naming an unknown field "\u20ac" failed to encode as
+    latin-1 (500, empty body); one with a control character made h11 refuse the header. Go writes
+    header values as UTF-8 and turns line breaks into spaces."""
+    body = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w"},"%s":1}' % name
+    r = await api.request("POST", CM, body)
+    assert r.status == 201, r.body[:300]
+    warnings = [v for k, v in r.raw_headers if k == "warning"]
+    assert warnings and "unknown field" in warnings[0]
+    assert not any(c in warnings[0] for c in "\n\r\x0b")
