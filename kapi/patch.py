@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from kapi.errors import BadRequest, InternalError, Invalid, RequestEntityTooLarge, StatusError
+from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge, StatusError
 from kapi.schema import GVK, FieldDef, Schema
 
 __all__ = [
@@ -363,8 +363,9 @@ def _go_format(value: Any, depth: int = 0) -> str:
 
 
 def _internal(message: str) -> StatusError:
-    # kube-apiserver returns the library's plain error, which becomes a 500 with no reason.
-    return InternalError(message, reason="")
+    # kube-apiserver returns the library's plain error unmapped, a 500; it is the client's patch
+    # that is wrong, so kapi answers 400 with the library's words (issue 10: no 500 for bad input).
+    return BadRequest(message)
 
 
 def _no_merge_key(item: Any, merge_key: str) -> StatusError:
@@ -651,7 +652,8 @@ def apply_strategic_merge_patch(doc: Any, patch: Any, schema: Schema, gvk: GVK |
 
     Raises:
         BadRequest: the patch is not an object, or a directive is malformed.
-        InternalError: an element lacks its merge key (kube-apiserver's 500).
+        BadRequest: also an element lacking its merge key or an unknown ``$patch`` directive
+            (kube-apiserver's 500: the library's error unmapped).
     """
     if not isinstance(patch, dict):
         raise BadRequest("json: cannot unmarshal array into Go value of type map[string]interface {}")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kapi.errors import BadRequest, InternalError, Invalid, RequestEntityTooLarge
+from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge
 from kapi.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from kapi.schema import load_builtin
 
@@ -256,12 +256,22 @@ def test_smp_new_field_gets_directives_applied() -> None:
     assert out["spec"]["volumes"] == [{"name": "v", "emptyDir": {}}]
 
 
-def test_smp_missing_merge_key_is_internal_error() -> None:
+def test_smp_missing_merge_key_is_bad_request() -> None:
+    # kube answers its library's error as a 500; bad input is a 400 in kapi (issue 10)
     doc = _pod(containers=[{"name": "a", "image": "i"}])
-    with pytest.raises(InternalError) as info:
+    with pytest.raises(BadRequest) as info:
         _smp(doc, {"spec": {"containers": [{"image": "x"}]}})
     assert info.value.message == "map: map[image:x] does not contain declared merge key: name"
-    assert info.value.code == 500
+    assert info.value.code == 400
+
+
+@pytest.mark.parametrize("patch", [
+    {"metadata": {"$patch": "x"}}, {"$patch": ["a"]}, {"data": {"$patch": 1}},
+    {"spec": {"containers": [{"$patch": "merge"}]}}, {"spec": {"containers": [{"name": "a", "$patch": "x"}]}},
+])
+def test_smp_unknown_directives_are_bad_request(patch: dict[str, Any]) -> None:
+    with pytest.raises(BadRequest):
+        _smp(_pod(containers=[{"name": "a", "image": "i"}]), patch)
 
 
 def test_smp_patch_must_be_object() -> None:
