@@ -121,3 +121,36 @@ def test_deletes_return_the_deleted_object(api_client: Any, namespace: str) -> N
     status = core.delete_namespaced_config_map("cm", namespace)
     # this client models a delete's Status as a plain object
     assert status["kind"] == "Status" and status["status"] == "Success" and status["details"]["name"] == "cm"
+
+
+def test_value_structs_are_written_as_go_writes_them(api_client: Any, server: Server, namespace: str) -> None:
+    """Issue 10: a Deployment comes back with "status": {} and a Node with spec and status (kr8s's
+    Deployment.ready() read status["..."] and raised KeyError), as Go always encodes value structs."""
+    import json
+
+    apps = client.AppsV1Api(api_client)
+    apps.create_namespaced_deployment(namespace, client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="d"),
+        spec=client.V1DeploymentSpec(
+            selector=client.V1LabelSelector(match_labels={"app": "d"}),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels={"app": "d"}),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")])))))
+    status, _, body = server.request("GET", f"/apis/apps/v1/namespaces/{namespace}/deployments/d")
+    assert status == 200, body
+    dep = json.loads(body)
+    assert dep["status"] == {}
+    assert dep["spec"]["template"]["metadata"]["creationTimestamp"] is None
+    assert dep["spec"]["template"]["spec"]["containers"][0]["resources"] == {}
+    assert apps.read_namespaced_deployment_status("d", namespace).status is not None
+
+    node = json.dumps({"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"n-{namespace}"}}).encode()
+    status, _, body = server.request("POST", "/api/v1/nodes", node, {"Content-Type": "application/json"})
+    assert status == 201, body
+    created = json.loads(body)
+    assert created["spec"] == {}
+    assert created["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
+    assert created["status"]["nodeInfo"]["machineID"] == ""
+    got = client.CoreV1Api(api_client).read_node(f"n-{namespace}")
+    assert got.status.node_info.machine_id == "" and got.spec is not None
+    client.CoreV1Api(api_client).delete_node(f"n-{namespace}")
