@@ -35,6 +35,7 @@ from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
 from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.protocol.h11 import H11Protocol
+from hypercorn.protocol.ws_stream import Handshake
 from hypercorn.trio.task_group import TaskGroup
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.trio.worker_context import TrioSingleTask, WorkerContext
@@ -112,6 +113,12 @@ class _H11Protocol(H11Protocol):
             await self._send_error_response(431)
             await self.send(Closed())
             return
+        upgrade = any(name == b"upgrade" and value.strip().lower() == b"websocket" for name, value in request.headers)
+        if upgrade and not Handshake(list(request.headers), request.http_version.decode()).is_valid():
+            # hypercorn would answer a malformed WebSocket handshake with an empty 400; kapi upgrades
+            # nothing, so the request is served as the plain GET it also is (as Go serves it).
+            request = h11.Request(method=request.method, target=request.target, http_version=request.http_version,
+                                  headers=[(n, v) for n, v in request.headers if n != b"upgrade"])
         await super()._create_stream(request)
 
     async def _send_error_response(self, status_code: int) -> None:

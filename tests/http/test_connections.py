@@ -200,3 +200,13 @@ async def test_shutdown_is_not_held_by_a_header_deadline(tmp_path: Path) -> None
             await trio.sleep(0.2)
             shutdown.set()  # serve_https returns once its connections are closed: the nursery ends
     await trio.aclose_forcefully(stream)
+
+
+async def test_malformed_websocket_handshake_is_served_as_the_get_it_is(fast_idle: Served) -> None:
+    """Issue 10: an upgrade request without Sec-WebSocket-Key got hypercorn's empty 400; kapi upgrades
+    nothing, so it answers what the GET gets."""
+    stream = await fast_idle.tls()
+    await stream.send_all(b"GET /status/404 HTTP/1.1\r\nHost: kapi\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+                          b"\r\n")
+    got = await _closed_by_server(stream)  # at the idle timeout, after the answer
+    assert got.startswith(b"HTTP/1.1 404 Not Found\r\n") and got.endswith(b'{"ok":true}\n'), got[:200]
