@@ -4,9 +4,9 @@ Issue 10: no request may crash or brick kapi. Each request the fuzzer sends goes
 ``Target.send``, which records per group how many were sent and every 5xx, exit, hang (no answer
 within client.HANG_SECONDS), dropped connection (closed without an answer), error answer that is
 not a metav1.Status, and watch stream that starts wrong (cut off, not event lines, a 5xx ERROR
-event), with a reproduction (method, path, headers, body) and the server log's last exception. A server that exits is restarted (on its
-own data dir first, which shows whether it is bricked; on a fresh one if that fails) so the run
-goes on and reports everything it finds. A watchdog kills the server if its RSS passes
+event), with a reproduction (method, path, headers, body) and the server log's last exception.
+A server that exits is restarted (on its own data dir first, which shows whether it is bricked; on
+a fresh one if that fails) so the run goes on and reports everything it finds. A watchdog kills the server if its RSS passes
 ``KAPI_FUZZ_MAX_RSS_MB`` (counted as an exit) so an amplification cannot take the machine down.
 
 Budgets (no timing assertions, only bounds): ``KAPI_FUZZ_SECONDS`` (default 50) is shared

@@ -564,6 +564,30 @@ def test_fuzz_strategic_merge_patch_unknown_directive_value(kapi: Kapi) -> None:
         status_of(r, 400, "BadRequest")
 
 
+@pytest.mark.parametrize("method", ["DELETECOLLECTION", "LIST", "WATCH", "get", "delete"])
+def test_fuzz_methods_that_http_does_not_have(kapi: Kapi, method: str) -> None:
+    """Issue 10, found by tests/fuzz: a request method named after a verb was served as that verb:
+    ``DELETECOLLECTION .../serviceaccounts/x`` deleted every ServiceAccount in the namespace, ``LIST``
+    and ``get`` listed. kube routes only the HTTP methods (case-sensitive): 405, nothing deleted."""
+    ns = kapi.ns()
+    assert kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", _j(_cm("keep")), [JSON]).status == 201
+    for path in [f"/api/v1/namespaces/{ns}/configmaps/x", f"/api/v1/namespaces/{ns}/configmaps"]:
+        status_of(kapi.send(method, path), 405, "MethodNotAllowed")
+    assert kapi.send("GET", f"/api/v1/namespaces/{ns}/configmaps/keep").status == 200
+
+
+def test_fuzz_json_patch_operation_with_non_string_pointer(kapi: Kapi) -> None:
+    """Issue 10, found by tests/fuzz: a JSON patch "move" whose "from" is a number or whose "path" is an
+    object answered 500 (TypeError, AttributeError). kube: the patch does not apply, 422."""
+    ns = kapi.ns()
+    assert kapi.send("POST", f"/api/v1/namespaces/{ns}/configmaps", _j(_cm("j", data={"k": "v"})), [JSON]).status == 201
+    for patch in [b'[{"op":"move","path":"/","from":1}]', b'[{"op":"move","path":{},"from":"/data"}]',
+                  b'[{"op":"copy","path":"/data/x","from":2}]']:
+        r = kapi.send("PATCH", f"/api/v1/namespaces/{ns}/configmaps/j", patch,
+                      [("Content-Type", "application/json-patch+json")])
+        status_of(r, 422)
+
+
 def test_fuzz_watch_parameter_is_kubes_bool(kapi: Kapi) -> None:
     """Issue 10, found by tests/fuzz: ``watch=t`` answered a LIST. kube reads a bool query parameter as
     true unless it is "0" or "false" in any case (runtime.Convert_Slice_string_To_bool): a watch."""

@@ -155,7 +155,8 @@ def test_list_options(target: Target) -> None:
         ns = data.draw(st.sampled_from([NAMESPACE, NAMESPACE, ""])) if k.namespaced else NAMESPACE
         path = k.collection(ns, watch=legacy_watch) if ns else \
             k.collection(watch=legacy_watch).replace(f"/namespaces/{NAMESPACE}", "")
-        if data.draw(st.integers(0, 4)) == 0:
+        item = data.draw(st.integers(0, 4)) == 0
+        if item:  # a GET of one object is no watch, watch=true or not (kube watches one only under /watch/)
             path = k.item("seed") if not legacy_watch else k.collection(watch=True) + "/seed"
         headers = []
         if data.draw(st.integers(0, 3)) == 0:
@@ -163,7 +164,7 @@ def test_list_options(target: Target) -> None:
                 "application/json;as=Table;v=v1;g=meta.k8s.io", "application/vnd.kubernetes.protobuf",
                 "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", "application/yaml"]))))
         t.send("listopts", Request("GET", path + "?" + q, headers, auth=data.draw(AUTH),
-                                   stream=is_watch or legacy_watch))
+                                   stream=legacy_watch or (is_watch and not item)))
     run_group(target, "listopts", 0.12, 1000, one)
 
 
@@ -268,9 +269,10 @@ def test_methods(target: Target) -> None:
         # the seed is not deleted for good: the patch and header groups want it back
         if method.upper() == "DELETE" and path.endswith("/seed"):
             path = path[:-4] + "fz-gone"
+        listq, is_watch = data.draw(list_queries(watch=False))
         q = data.draw(st.sampled_from(["", "", "?dryRun=All", "?gracePeriodSeconds=" + "9" * 30,
-                                       "?propagationPolicy=nope", "?" + data.draw(list_queries(watch=False))[0]]))
-        stream = "/watch/" in path or "watch=" in q
+                                       "?propagationPolicy=nope", "?" + listq]))
+        stream = "/watch/" in path or (is_watch and q.endswith(listq) and path == k.collection())
         t.send("methods", Request(method, path + q, headers, body, auth=data.draw(AUTH), stream=stream))
     run_group(target, "methods", 0.08, 600, one)
 
