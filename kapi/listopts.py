@@ -16,7 +16,6 @@ from .meta import parse_resource_version
 TOKEN_VERSION = "meta.k8s.io/v1"
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-UINT64_MAX = (1 << 64) - 1
 _DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
@@ -138,11 +137,7 @@ def parse_list_options(query: dict[str, str]) -> ListOptions:
         timeout_seconds=timeout,
     )
     if opts.resource_version and opts.resource_version != "0":
-        rv = parse_resource_version(opts.resource_version)
-        if rv > UINT64_MAX:  # storage parses it with strconv.ParseUint(s, 10, 64)
-            quoted = _go_quote(opts.resource_version)
-            raise errors.BadRequest(f"invalid resource version: resourceVersion: Invalid value: {quoted}: "
-                                    f"strconv.ParseUint: parsing {quoted}: value out of range")
+        parse_resource_version(opts.resource_version)
     match = opts.resource_version_match
     if match:
         if not opts.resource_version and not (opts.watch and sie is not None):

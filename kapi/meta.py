@@ -7,6 +7,8 @@ import secrets
 import uuid
 from typing import Any
 
+import orjson
+
 from . import errors
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no confusables)
@@ -36,6 +38,10 @@ def parse_resource_version(value: str, *, what: str = "resourceVersion") -> int:
         raise errors.BadRequest(f"invalid {what}: {value!r}"[:200]) from None
     if rv < 0 or not value.isdigit():
         raise errors.BadRequest(f"invalid {what}: {value!r}"[:200])
+    if rv >= 1 << 64:  # storage parses it with Go's strconv.ParseUint(s, 10, 64)
+        quoted = orjson.dumps(value[:1000]).decode()
+        raise errors.BadRequest(f"invalid resource version: {what}: Invalid value: {quoted}: "
+                                f"strconv.ParseUint: parsing {quoted}: value out of range")
     return rv
 
 

@@ -230,7 +230,8 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
     authorizer = Authorizer(tuple(config.authorization_mode))
     return App(
-        handlers=Handlers(registry, table, schema, authorizer, min_request_timeout_s=config.min_request_timeout_s),
+        handlers=Handlers(registry, table, schema, authorizer, min_request_timeout_s=config.min_request_timeout_s,
+                          max_body_bytes=config.max_body_bytes),
         discovery=Discovery(table),
         openapi=OpenAPIDocuments(schema, table.resources),
         authn=Authenticator(tokens, anonymous=config.anonymous_auth),
@@ -238,6 +239,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
         health=health,
         version_info=version,
         max_body_bytes=config.max_body_bytes,
+        request_timeout_s=config.request_timeout_s,
         metrics=registry.metrics,
         max_requests_inflight=config.max_requests_inflight,
         max_mutating_requests_inflight=config.max_mutating_requests_inflight,

@@ -70,13 +70,14 @@ class Discovery:
 
     def _encode(self, key: str, doc: Obj) -> bytes:
         if key not in self._cache:
-            self._cache[key] = orjson.dumps(doc)
+            self._cache[key] = orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)  # as Go's encoder
         return self._cache[key]
 
     def api_versions(self, server_address: str) -> bytes:
         return orjson.dumps({"kind": "APIVersions", "versions": ["v1"],
                              "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                                                             "serverAddress": server_address}]})
+                                                             "serverAddress": server_address}]},
+                            option=orjson.OPT_APPEND_NEWLINE)
 
     def _group(self, group: str, versions: list[str]) -> Obj:
         gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
@@ -121,6 +122,6 @@ class Discovery:
                 items.append({"metadata": md, "versions": vs})
             doc = {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
                    "metadata": {}, "items": items}
-            self._cache[key] = orjson.dumps(doc)
+            self._cache[key] = orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)  # as Go's encoder
         body = self._cache[key]
         return body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"'

@@ -15,7 +15,7 @@ from .. import errors, protobuf, typed
 from .._fast import list_body
 from ..auth.authn import User
 from ..auth.authz import Authorizer
-from ..listopts import ListOptions, parse_list_options
+from ..listopts import ListOptions, parse_int64, parse_list_options
 from ..managedfields import manager_name
 from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from ..registry.resources import Resource, ResourceTable
@@ -63,6 +63,7 @@ class Handlers:
     schema: Schema
     authorizer: Authorizer = field(default_factory=Authorizer)
     min_request_timeout_s: float = 1800.0
+    max_body_bytes: int = 3 * 1024 * 1024  # also bounds what a JSON patch's copies may add, as kube's
 
     # ------------------------------------------------------------ routing
 
@@ -113,7 +114,7 @@ class Handlers:
         out = self._out(ctx, res, include_object=ctx.query.get("includeObject", ""))
         if info.subresource == "scale":
             return self._respond(await self.registry.get_scale(res, info.namespace, info.name), out)
-        obj = await self.registry.get(res, info.namespace, info.name)
+        obj = await self.registry.get(res, info.namespace, info.name, ctx.query.get("resourceVersion", ""))
         if out.as_kind == "Table":
             table = build_object_table(res.resource, res.group, obj, time.time(),
                                        include_object=out.include_object, table_version=out.as_version)
@@ -327,7 +328,7 @@ class Handlers:
             if ptype == "application/json-patch+json":
                 if not isinstance(patch, list):
                     raise errors.BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-                new = apply_json_patch(current, patch)
+                new = apply_json_patch(current, patch, max_copy_bytes=self.max_body_bytes)
             elif ptype == "application/merge-patch+json":
                 if not isinstance(patch, dict):
                     raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
@@ -381,10 +382,7 @@ class Handlers:
         q = ctx.query
         grace: int | None = body.get("gracePeriodSeconds")
         if "gracePeriodSeconds" in q:
-            try:
-                grace = int(q["gracePeriodSeconds"])
-            except ValueError:
-                raise errors.BadRequest(f'gracePeriodSeconds: invalid value "{q["gracePeriodSeconds"]}"') from None
+            grace = parse_int64(q["gracePeriodSeconds"])
         policy = q.get("propagationPolicy") or body.get("propagationPolicy") or ""
         orphan = body.get("orphanDependents")
         if "orphanDependents" in q:

@@ -251,6 +251,12 @@ class Registry:
                 raise self._not_found(res, name)
             obj: Obj = orjson.loads(cacher.encoder.typed(entry.data))
             return obj
+        if resource_version:
+            # etcd3's Get: a minimum resourceVersion newer than storage is "too large".
+            rv = meta.parse_resource_version(resource_version)
+            current = self.storage.current_revision()
+            if rv > current:
+                raise too_large_rv(rv, current)
         return self._decode_one(res, await self.get_kv(res, namespace, name))
 
     # -------------------------------------------------------------- cache
@@ -327,10 +333,10 @@ class Registry:
             exact = opts.resource_version_match == "Exact" or (
                 not opts.resource_version_match and opts.limit > 0)
             current = self.storage.current_revision()
+            if rv > current:  # etcd: "required revision is a future revision", Exact or not
+                raise too_large_rv(rv, current)
             if exact:
                 revision = rv
-            elif rv > current:
-                raise too_large_rv(rv, current)
         limit = opts.limit if opts.limit > 0 else 0  # storage honours limit, even with rv=0
         items: list[Obj] = []
         remaining: int | None = None
@@ -568,6 +574,9 @@ class Registry:
             if kv is None:
                 kv = await self.get_kv(res, namespace, name)
             old = self._decode_one(res, kv)
+            # Objects stored before they took Go's shape get it here too, so the comparisons below
+            # (generation, no-op writes) see only what the client changed.
+            go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
             new = mutate(copy.deepcopy(old))
             new = self._prepare_update(res, new, old, subresource)
             self._track_fields(res, old, new, opts, subresource)
