@@ -93,6 +93,10 @@ class Handlers:
         info = ctx.info
         res = self.resource_for(info)
         verb = info.verb
+        if ctx.method not in _HTTP_METHODS:
+            # Only these routes exist: a method named after a verb ("DELETECOLLECTION", "LIST")
+            # must not reach the verb's handler.
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         allowed = res.verbs if not info.subresource else ("get", "patch", "update")
         if info.subresource == "finalize":
             allowed = ("update",)
@@ -497,6 +501,7 @@ def cost_warning(res: Resource, opts: ListOptions, page: ListPage) -> str:
     return ""
 
 
+_HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"))
 _UNSAFE_DELETE = "ignoreStoreReadErrorWithClusterBreakingPotential"
 _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
              "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}

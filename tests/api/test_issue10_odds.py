@@ -41,3 +41,14 @@ async def test_resource_versions_out_of_range_or_in_the_future(api: Api) -> None
     current = (await api.request("GET", CMS)).json()["metadata"]["resourceVersion"]
     r = await api.request("GET", CMS + "/rv?resourceVersion=" + current)
     assert r.status == 200 and r.json()["metadata"]["name"] == "rv"
+
+
+async def test_methods_named_after_verbs_are_405(api: Api) -> None:
+    """The fuzz suite found that an HTTP method "DELETECOLLECTION" deleted the whole collection."""
+    assert (await api.create(CMS, {"metadata": {"name": "kept"}})).status == 201
+    for method in ("DELETECOLLECTION", "LIST", "WATCH", "CREATE", "UPDATE", "get", "delete", "OPTIONS"):
+        path = CMS if method != "delete" else CMS + "/kept"
+        r = await api.request(method, path)
+        assert r.status == 405, (method, r.body)
+        assert r.json()["reason"] == "MethodNotAllowed"
+    assert (await api.request("GET", CMS + "/kept")).status == 200
