@@ -18,12 +18,7 @@ def encode_value(obj: dict[str, Any]) -> bytes:
     return msgpack.packb(obj, use_bin_type=True)
 
 
-class CorruptObject(errors.StorageError):
-    """A stored value kapi cannot serve as an object: not msgpack, not a map, or metadata of the wrong types.
-
-    kube-apiserver's "corrupt object" (a value that fails to transform or decode); ``key`` names it.
-    """
-
+CorruptObject = errors.CorruptObject  # raised by the decoders below
 
 def decode_value(data: bytes) -> dict[str, Any]:
     """A stored value as a dict; ``CorruptObject`` if it is not msgpack or not a map."""

@@ -5,7 +5,7 @@
     KapiError
     ├── StorageError            no HTTP knowledge
     │     KeyNotFound, KeyExists, RevisionConflict, RevisionCompacted,
-    │     StorageUnavailable
+    │     StorageUnavailable, CorruptObject
     └── StatusError             class attributes ``code`` and ``reason``
           BadRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
           MethodNotAllowed 405, NotAcceptable 406, AlreadyExists 409,
@@ -64,6 +64,13 @@ class RevisionCompacted(StorageError):
 
 class StorageUnavailable(StorageError):
     """The backend cannot be reached or has been closed."""
+
+
+class CorruptObject(StorageError):
+    """A stored value kapi cannot serve as an object: not msgpack, not a map, or metadata of the wrong types.
+
+    kube-apiserver's "corrupt object" (a value that fails to transform or decode); ``key`` names it.
+    """
 
 
 # ----------------------------------------------------------------- status
