@@ -1,12 +1,14 @@
 """Issue 10: no request can crash or brick kapi. Hypothesis-driven requests against a real
-``kapi serve`` over HTTPS, as the admin and anonymously, in groups: bodies, YAML, protobuf,
-selectors, list options, patches, headers, methods, paths.
+``kapi serve`` over HTTPS, as the admin, anonymously and with bad credentials, in groups: bodies,
+YAML, protobuf, selectors, list options, patches, read-modify-write updates, headers, methods, paths.
 
 Every request is checked by the session's ``Target`` (conftest.py): no 5xx, the process still
-runs, an answer arrives within the hang timeout, and an error answer is a metav1.Status. Each
-group has a time budget and a bound on examples; once the budget is spent the remaining examples
-are no-ops. The last test checks that the server is ready, lists every fuzzed resource, and
-restarts on the same data dir to list them again (stored poison shows up there).
+runs, an answer arrives within the hang timeout, an error answer is a metav1.Status, a watch
+stream starts with events. Each group has a time budget (a share of KAPI_FUZZ_SECONDS) and a
+bound on examples; once the budget is spent nothing more is sent. A group's test fails with each
+distinct finding and its reproduction; the figures of the whole run are printed at the end of the
+session. The last test checks that the server is ready, lists every fuzzed resource, and restarts
+on the same data dir to list them again (stored poison shows up there).
 """
 
 from __future__ import annotations
