@@ -40,7 +40,8 @@ class Request:
     headers: Sequence[Header] = ()
     body: bytes | None = None
     auth: str = "admin"  # admin | anonymous | bad | raw (Authorization already in headers)
-    stream: bool = False  # a watch: a 2xx answer is closed once its headers are in
+    stream: bool = False  # may be a watch: of a 2xx answer only the start is read
+    watch: bool = True  # with stream: it is a watch for sure (kube's reading), so it must send events
 
     def describe(self, limit: int = 400) -> dict[str, Any]:
         """A JSON-able reproduction (bodies cut at ``limit`` bytes, their length kept)."""
@@ -187,9 +188,9 @@ def _first_events(conn: ssl.SSLSocket, resp: http.client.HTTPResponse) -> bytes:
     return got
 
 
-def stream_problem(resp: Response) -> str | None:
-    """Why the start of a JSON watch stream is wrong: cut off, not event lines, or an ERROR event with a
-    5xx Status (None when it looks right)."""
+def stream_problem(req: Request, resp: Response) -> str | None:
+    """Why the start of a JSON watch stream is wrong: cut off, not event lines (when ``req`` is a watch
+    for sure), or an ERROR event with a 5xx Status (None when it looks right)."""
     body = resp.body
     if CUT in body:
         return "watch stream cut off: " + body.split(CUT, 1)[1].decode("utf-8", "replace")[:200]
@@ -200,9 +201,9 @@ def stream_problem(resp: Response) -> str | None:
         try:
             ev = json.loads(line)
         except ValueError:
-            return f"watch stream line is not JSON: {line[:120]!r}"
+            return f"watch stream line is not JSON: {line[:120]!r}" if req.watch else None
         if not isinstance(ev, dict) or ev.get("type") not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"):
-            return f"watch stream line is not an event: {line[:120]!r}"
+            return f"watch stream line is not an event: {line[:120]!r}" if req.watch else None
         obj = ev.get("object")
         if ev["type"] == "ERROR" and isinstance(obj, dict) and isinstance(obj.get("code"), int) and obj["code"] >= 500:
             return f"watch ERROR event with code {obj['code']}: {str(obj.get('message'))[:200]}"

@@ -242,7 +242,7 @@ class Target:
         if answer.status >= 500 and not kube_answers_5xx(req, answer):
             self._record(group, "5xx", answer.status, req, describe_5xx(answer, self.log_since()), size)
         elif answer.streamed and answer.status < 300:
-            problem = stream_problem(answer)
+            problem = stream_problem(req, answer)
             if problem:
                 self._record(group, "bad-stream", answer.status, req, problem, size)
         else:
