@@ -228,29 +228,52 @@ def test_item4_json_patch_copy_amplification(kapi: Kapi) -> None:
     ops += [{"op": "copy", "from": "/spec/a", "path": "/spec/a/-"}] * 24  # 2**24 * 256 B = 4 GB
     body = json.dumps(ops, separators=(",", ":")).encode()
     assert 900 < len(body) < 1700
+    answer, peak = send_guarded(kapi, Request("PATCH", f"/api/v1/namespaces/{ns}/configmaps/amp", [
+        ("Content-Type", "application/json-patch+json")], body))
+    assert isinstance(answer, Response), answer
+    status_of(answer, 422)
+    assert kapi.alive()
+    assert peak < 1000, f"the server grew to {peak} MB"
+
+
+def send_guarded(kapi: Kapi, req: Request, limit_mb: int = 1500) -> tuple[Any, int]:
+    """Send ``req`` while watching the server's RSS; kill it past ``limit_mb`` (guarding the machine
+    from an amplification) and fail. Returns the answer and the peak RSS in MB."""
     pid = kapi.server.proc.pid
     peak = [rss_mb(pid)]
     done = threading.Event()
 
-    def watch() -> None:  # guard the machine: kill the server rather than let it take the memory
+    def watch() -> None:
         while not done.wait(0.05):
             peak[0] = max(peak[0], rss_mb(pid))
-            if peak[0] > 1500 and kapi.server.proc.poll() is None:
+            if peak[0] > limit_mb and kapi.server.proc.poll() is None:
                 kapi.server.proc.kill()
 
     t = threading.Thread(target=watch, daemon=True)
     t.start()
     try:
-        answer = send(kapi.ep, Request("PATCH", f"/api/v1/namespaces/{ns}/configmaps/amp", [
-            ("Content-Type", "application/json-patch+json")], body), kapi.server.token, 60.0)
+        answer = send(kapi.ep, req, kapi.server.token, 60.0)
     finally:
         done.set()
         t.join()
-    assert peak[0] <= 1500, f"the server grew to {peak[0]} MB (killed)"
+    assert peak[0] <= limit_mb, f"the server grew to {peak[0]} MB (killed)"
+    return answer, peak[0]
+
+
+def test_yaml_alias_amplification(kapi: Kapi) -> None:
+    """Issue 10 ("bounded with 4xx answers"): a 'billion laughs' YAML (9 levels of 9 aliases, 387 million
+    strings once expanded) is refused (go-yaml: excessive aliasing) and the server stays small."""
+    ns = kapi.ns()
+    lines = ["apiVersion: v1", "kind: ConfigMap", "metadata: {name: laughs}", "x0: &x0 lol"]
+    for i in range(1, 10):
+        lines.append(f"x{i}: &x{i} [" + ", ".join([f"*x{i - 1}"] * 9) + "]")
+    lines.append("data: {k: v}")
+    answer, peak = send_guarded(kapi, Request("POST", f"/api/v1/namespaces/{ns}/configmaps", [YAML],
+                                              ("\n".join(lines) + "\n").encode()))
     assert isinstance(answer, Response), answer
-    status_of(answer, 422)
+    status_of(answer, 400, "BadRequest")
     assert kapi.alive()
-    assert peak[0] < 1000, f"the server grew to {peak[0]} MB"
+    assert peak < 1000, f"the server grew to {peak} MB"
 
 
 # -- item 5: 500s ---------------------------------------------------------------------------------------
