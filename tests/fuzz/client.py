@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import httpx
 import yaml
 
 Header = tuple[bytes | str, bytes | str]
@@ -40,6 +41,7 @@ class Request:
     headers: Sequence[Header] = ()
     body: bytes | None = None
     auth: str = "admin"  # admin | anonymous | bad | raw (Authorization already in headers)
+    http2: bool = False  # sent with httpx over HTTP/2 (one connection reused) instead of the raw HTTP/1.1
     stream: bool = False  # may be a watch: of a 2xx answer only the start is read
     watch: bool = True  # with stream: it is a watch for sure (kube's reading), so it must send events
 
@@ -96,6 +98,19 @@ class Endpoint:
     def __post_init__(self) -> None:
         self.ctx = ssl.create_default_context(cafile=self.ca_file)
         self.ctx.set_alpn_protocols(["http/1.1"])
+        self._h2: httpx.Client | None = None
+
+    def h2(self) -> httpx.Client:
+        """An HTTP/2 client for this server (its connection reused across requests)."""
+        if self._h2 is None:
+            self._h2 = httpx.Client(http2=True, verify=ssl.create_default_context(cafile=self.ca_file),
+                                    base_url=f"https://{self.host}:{self.port}")
+        return self._h2
+
+    def close(self) -> None:
+        if self._h2 is not None:
+            self._h2.close()
+            self._h2 = None
 
     @classmethod
     def from_url(cls, url: str, ca_file: str) -> "Endpoint":
@@ -129,8 +144,11 @@ def build(req: Request, host: str, token: str) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n" + (req.body or b"")
 
 
-def send(ep: Endpoint, req: Request, token: str, timeout: float = HANG_SECONDS) -> Response | NoAnswer:
-    """Send one request on a fresh connection and read the whole answer (or its head, for a watch)."""
+def send(ep: Endpoint, req: Request, token: str, timeout: float = HANG_SECONDS) -> Response | NoAnswer | None:
+    """Send one request on a fresh connection and read the whole answer (or its start, for a watch);
+    None when the HTTP/2 client refuses to send it (a header h2 cannot carry)."""
+    if req.http2:
+        return send_h2(ep, req, token, timeout)
     start = time.monotonic()
     raw = build(req, f"{ep.host}:{ep.port}", token)
     try:
@@ -161,6 +179,35 @@ def send(ep: Endpoint, req: Request, token: str, timeout: float = HANG_SECONDS) 
         return Response(resp.status, resp.reason, headers, body, time.monotonic() - start)
     finally:
         conn.close()
+
+
+def send_h2(ep: Endpoint, req: Request, token: str, timeout: float) -> Response | NoAnswer | None:
+    headers = [(_b(k), _b(v)) for k, v in req.headers]
+    if req.auth == "admin":
+        headers.append((b"authorization", b"Bearer " + token.encode()))
+    elif req.auth == "bad":
+        headers.append((b"authorization", b"Bearer not-a-valid-token"))
+    start = time.monotonic()
+    try:
+        request = ep.h2().build_request(req.method, _b(req.path).decode("latin-1"), headers=headers,
+                                        content=req.body, timeout=httpx.Timeout(timeout))
+    except (httpx.InvalidURL, ValueError, TypeError, UnicodeError):
+        return None
+    try:
+        r = ep.h2().send(request, stream=True)
+        try:
+            # a 2xx that may be a watch is left unread over HTTP/2 (its events are checked over HTTP/1.1)
+            body = b"" if req.stream and 200 <= r.status_code < 300 else r.read()
+        finally:
+            r.close()
+        return Response(r.status_code, r.reason_phrase, list(r.headers.items()), body, time.monotonic() - start,
+                        req.stream)
+    except httpx.TimeoutException as err:
+        return NoAnswer(True, f"timeout: {err!r}", time.monotonic() - start)
+    except httpx.LocalProtocolError:
+        return None
+    except (httpx.HTTPError, OSError) as err:
+        return NoAnswer(False, f"{type(err).__name__}: {err}", time.monotonic() - start)
 
 
 #: How long the start of a watch stream is read: its first events (the initial state) come at once.

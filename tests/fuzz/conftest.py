@@ -135,6 +135,8 @@ class Target:
         return self.base / f"data{self.generation}"
 
     def _start(self, data_dir: Path) -> Server:
+        if getattr(self, "endpoint", None) is not None:
+            self.endpoint.close()
         srv = start_server(data_dir)
         self.endpoint = Endpoint.from_url(srv.url, str(srv.ca_file))
         self._log_offset = srv.log.stat().st_size if srv.log.exists() else 0
@@ -193,6 +195,7 @@ class Target:
     def close(self) -> None:
         self._stop.set()
         self._watchdog.join(timeout=2)
+        self.endpoint.close()
         stop_server(self.server)
 
     # -- requests ------------------------------------------------------------------------------
@@ -210,8 +213,10 @@ class Target:
         the group's budget is spent)."""
         if self.closed(group):
             return None
-        self.sent[group] += 1
         answer = send(self.endpoint, req, self.server.token, *(() if timeout is None else (timeout,)))
+        if answer is None:
+            return None  # the client library would not send it: not a request
+        self.sent[group] += 1
         size = len(req.body or b"") + len(str(req.path)) + sum(len(k) + len(v) for k, v in req.headers)
         if isinstance(answer, Response):
             self.codes[group][answer.status] += 1
