@@ -175,9 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-    from .server import serve
-
-    from .server import FatalError, one_line
+    from .server import FatalError, one_line, serve
 
     log = logging.getLogger("kapi")
     try:

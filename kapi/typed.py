@@ -14,10 +14,12 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as _dt
+import json
 import math
 import re
 from typing import Any
 
+import orjson
 import yaml
 
 from . import errors
@@ -99,6 +101,31 @@ def check(schema: Schema, root: TypeDef | str | None, obj: dict[str, Any], *, pr
     except _TooDeep:
         raise errors.BadRequest(f"{prefix}the object is nested more than {MAX_DEPTH} levels deep") from None
     return obj
+
+
+def load_json(data: bytes) -> Any:
+    """A JSON body as Go's decoder reads it.
+
+    orjson refuses an escaped lone surrogate (``"\\ud800"``); Go's decoder takes it as U+FFFD.
+    Such a body is read again by the standard library, whose strings keep the surrogate for
+    ``check`` to replace. Every other error is orjson's ``JSONDecodeError``.
+    """
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        first = exc
+    try:
+        return json.loads(data, parse_constant=_no_constant)
+    except RecursionError:
+        raise errors.BadRequest(f"the object is nested more than {MAX_DEPTH} levels deep") from None
+    except ValueError:
+        raise first from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid JSON constant {name}")
 
 
 def check_depth(value: Any, *, what: str = "the object") -> None:

@@ -216,7 +216,7 @@ class Handlers:
             obj = typed.load_yaml(ctx.body)  # JSON-compatible values only, depth and aliases bounded
         else:
             try:
-                obj = orjson.loads(ctx.body)
+                obj = typed.load_json(ctx.body)
             except orjson.JSONDecodeError as exc:
                 raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
         if obj is None:
@@ -312,7 +312,7 @@ class Handlers:
         out = self._out(ctx, res)
         ptype = negotiate.body_media_type(ctx.header("content-type"), patch=True)
         try:
-            patch = orjson.loads(ctx.body) if ctx.body.strip() else None
+            patch = typed.load_json(ctx.body) if ctx.body.strip() else None
         except orjson.JSONDecodeError as exc:
             raise errors.BadRequest(f"error decoding patch: {exc}") from None
         if patch is None:
@@ -327,7 +327,7 @@ class Handlers:
             nonlocal attempts, patch
             attempts += 1
             if attempts > 1:
-                patch = orjson.loads(ctx.body)  # a retry starts from the patch as sent (the last result may share it)
+                patch = typed.load_json(ctx.body)  # a retry starts from the patch as sent (the last result may share it)
             original_rv = current.get("metadata", {}).get("resourceVersion")
             if ptype == "application/json-patch+json":
                 if not isinstance(patch, list):
@@ -377,7 +377,7 @@ class Handlers:
         body: Obj = {}
         if ctx.body.strip():
             try:
-                body = orjson.loads(ctx.body)
+                body = typed.load_json(ctx.body)
             except orjson.JSONDecodeError as exc:
                 raise errors.BadRequest(f"error decoding DeleteOptions: {exc}") from None
             if not isinstance(body, dict):

@@ -253,14 +253,23 @@ async def test_deep_json_is_400_before_any_recursive_code(api: Api) -> None:
 
 async def test_lone_surrogates_never_reach_storage(api: Api) -> None:
     """Issue 10: "\\ud800" in ConfigMap data answered a UnicodeEncodeError 500."""
-    r = await api.request("POST", CMS, b'{"metadata":{"name":"s"},"data":{"a":"\\ud800"}}')
+    # Go's decoder takes an escaped lone surrogate as U+FFFD.
+    r = await api.request("POST", CMS, b'{"metadata":{"name":"j","annotations":{"k":"v\\udfff"}},'
+                          b'"data":{"a":"\\ud800"}}')
+    assert r.status == 201, r.body
+    assert r.json()["data"] == {"a": "\ufffd"} and r.json()["metadata"]["annotations"] == {"k": "v\ufffd"}
+    r = await api.request("PATCH", CMS + "/j", b'{"data":{"b":"y\\udc00"}}', content_type=MERGE_PATCH)
+    assert r.status == 200, r.body
+    assert r.json()["data"]["b"] == "y\ufffd"
+    r = await api.request("POST", CMS, b'{"metadata":{"name":"n"},"data":{"a":"\\ud800"},"x":NaN}')
     assert r.status == 400
     r = await api.request("POST", CMS, b'metadata: {name: s}\ndata: {a: "x\\ud800", b: "\\udc00y"}\n',
                           content_type=YAML)
     assert r.status == 201, r.body
     assert r.json()["data"] == {"a": "x\ufffd", "b": "\ufffdy"}
     listed = (await api.request("GET", CMS)).body
-    assert orjson.loads(listed)["items"][0]["data"]["a"] == "x\ufffd"
+    assert {i["metadata"]["name"]: i["data"]["a"] for i in orjson.loads(listed)["items"]} == {
+        "j": "\ufffd", "s": "x\ufffd"}
 
 
 async def test_json_patch_that_builds_depth_is_4xx(api: Api) -> None:
