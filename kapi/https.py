@@ -137,6 +137,11 @@ class _ProtocolWrapper(ProtocolWrapper):
         if type(self.protocol) is H11Protocol:
             self.protocol = _H11Protocol(self.app, self.config, self.context, self.task_group, self.state,
                                          self.ssl, self.client, self.server, self.send)
+        elif isinstance(self.protocol, H2Protocol):
+            # h2 applies the header-list size it advertises only once the client acknowledges its
+            # SETTINGS; until then the decoder keeps 64 KiB, and a larger first request ended the
+            # whole connection (ENHANCE_YOUR_CALM). Accept what is advertised from the start.
+            self.protocol.connection.decoder.max_header_list_size = self.config.h2_max_header_list_size
 
 
 class _Connection(TCPServer):

@@ -247,7 +247,7 @@ class _CopyBudget:
 def _apply_op(doc: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
     kind = op.get("op")
     path = op.get("path")
-    if path is None:
+    if not isinstance(path, str):  # json-patch decodes the pointer into a Go string
         raise PatchError(f"{kind} operation failed to decode path")
     if kind in ("add", "replace", "test") and "value" not in op:
         raise PatchError(f"{kind} operation missing value")
@@ -259,7 +259,7 @@ def _apply_op(doc: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
         return _replace(doc, path, _copy(op["value"]))
     if kind in ("move", "copy"):
         source = op.get("from")
-        if source is None:
+        if not isinstance(source, str):
             raise PatchError(f"{kind} operation failed to decode from")
         if kind == "move":
             if path != source and path.startswith(source + "/"):

@@ -753,8 +753,9 @@ def load_yaml(data: bytes | str) -> Any:
     JSON cannot carry (``.nan``, ``.inf``, keys that are null, lists or maps), aliases expanding
     past MAX_YAML_NODES or into themselves, and nesting deeper than MAX_DEPTH.
     """
-    loader = _Loader(data)
+    loader: _Loader | None = None
     try:
+        loader = _Loader(data)  # its reader already refuses bytes that are not UTF-8
         node = loader.get_node() if loader.check_node() else None
         if node is None:
             return None
@@ -769,4 +770,5 @@ def load_yaml(data: bytes | str) -> Any:
     except RecursionError:
         raise errors.BadRequest("error converting YAML to JSON: the document is nested too deeply") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()

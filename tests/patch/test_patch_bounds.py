@@ -171,3 +171,12 @@ async def test_deep_merge_patches_over_http_are_400(api: Api) -> None:
         body = b'{"metadata":{"annotations":' + b'{"a":' * 600 + b"{}" + b"}" * 602
         reply = await api.request("PATCH", f"{path}/deep", body, content_type=ctype)
         assert reply.status == 400, (ctype, reply.body)
+
+
+@pytest.mark.parametrize("op", [{"op": "move", "path": "/", "from": 1}, {"op": "move", "path": {}, "from": "/a"},
+                                {"op": "copy", "path": "/b", "from": 2}, {"op": "add", "path": 3, "value": 1},
+                                {"op": "test", "path": ["/a"], "value": 1}])
+def test_pointers_that_are_not_strings_are_invalid(op: dict[str, Any]) -> None:
+    """Issue 10, found by the fuzz suite: a non-string pointer raised TypeError/AttributeError (a 500)."""
+    with pytest.raises(Invalid):
+        apply_json_patch({"a": 1}, [op])
