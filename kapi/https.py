@@ -88,8 +88,11 @@ def _protocol_error_body(code: int, max_header_bytes: int) -> bytes:
     if code == 431:
         err: errors.StatusError = errors.StatusError(
             f"request headers too large: the limit is {max_header_bytes} bytes", code=431, reason="")
-    else:
+    elif code == 400:
         err = errors.BadRequest("the request could not be parsed as HTTP/1.1")
+    else:  # h11's other hints: 501 for a Transfer-Encoding it does not implement, as Go answers
+        err = errors.StatusError(f"the request could not be served: {reason_phrase(code).decode()}",
+                                 code=code, reason="")
     return orjson.dumps(err.to_status(), option=orjson.OPT_APPEND_NEWLINE)
 
 

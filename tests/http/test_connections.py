@@ -175,6 +175,10 @@ async def test_protocol_errors_answer_a_status(nursery: trio.Nursery, tmp_path: 
     line, status = await _protocol_error(served, b"GET / HTTP/1.1\r\nHost: kapi\r\nX-Nul: a\x00b\r\n\r\n")
     assert line == b"HTTP/1.1 400 Bad Request"
     assert (status["kind"], status["reason"], status["code"]) == ("Status", "BadRequest", 400)
+    # A Transfer-Encoding h11 does not implement: 501, and the Status says 501 too (a fuzz finding).
+    line, status = await _protocol_error(served, b"POST / HTTP/1.1\r\nHost: kapi\r\nTransfer-Encoding: gzip\r\n\r\n")
+    assert line == b"HTTP/1.1 501 Not Implemented"
+    assert (status["kind"], status["status"], status["code"]) == ("Status", "Failure", 501)
     # Headers under the limit are served.
     stream = await served.tls()
     await stream.send_all(b"GET / HTTP/1.1\r\nHost: kapi\r\nConnection: close\r\nX-Ok: " + b"a" * 1500
