@@ -11,6 +11,7 @@ import msgpack
 import orjson
 
 from . import errors
+from .typed import json_kind
 
 
 def encode_value(obj: dict[str, Any]) -> bytes:
@@ -36,7 +37,7 @@ def decode_object(data: bytes) -> dict[str, Any]:
     obj = decode_value(data)
     for name in ("kind", "apiVersion"):
         if name in obj and not isinstance(obj[name], str):
-            raise CorruptObject(f"{name}: want a string, got {_type_name(obj[name])}")
+            raise CorruptObject(f"{name}: want a string, got {json_kind(obj[name])}")
     md = obj.get("metadata")
     if md is not None:
         check_metadata(md)
@@ -63,66 +64,49 @@ _REF_BOOLS = ("controller", "blockOwnerDeletion")
 def check_metadata(md: Any) -> None:
     """Raise ``CorruptObject`` unless ``md`` decodes as a Go ``ObjectMeta`` (unknown fields are ignored, as Go does)."""
     if not isinstance(md, dict):
-        raise CorruptObject(f"metadata: want an object, got {_type_name(md)}")
+        raise CorruptObject(f"metadata: want an object, got {json_kind(md)}")
     for name in _STRING_FIELDS:
         v = md.get(name)
         if v is not None and not isinstance(v, str):
-            raise CorruptObject(f"metadata.{name}: want a string, got {_type_name(v)}")
+            raise CorruptObject(f"metadata.{name}: want a string, got {json_kind(v)}")
     for name in _INT_FIELDS:
         v = md.get(name)
         if v is not None and (type(v) is not int):
-            raise CorruptObject(f"metadata.{name}: want an integer, got {_type_name(v)}")
+            raise CorruptObject(f"metadata.{name}: want an integer, got {json_kind(v)}")
     for name in ("labels", "annotations"):
         v = md.get(name)
         if v is None:
             continue
         if not isinstance(v, dict):
-            raise CorruptObject(f"metadata.{name}: want a map of strings, got {_type_name(v)}")
+            raise CorruptObject(f"metadata.{name}: want a map of strings, got {json_kind(v)}")
         for k, val in v.items():
             if not isinstance(k, str) or not isinstance(val, str):
-                raise CorruptObject(f"metadata.{name}: want a map of strings, got {_type_name(k)} key "
-                                    f"with {_type_name(val)} value")
+                raise CorruptObject(f"metadata.{name}: want a map of strings, got {json_kind(k)} key "
+                                    f"with {json_kind(val)} value")
     finalizers = md.get("finalizers")
     if finalizers is not None and (not isinstance(finalizers, list)
                                    or not all(isinstance(f, str) for f in finalizers)):
-        raise CorruptObject(f"metadata.finalizers: want a list of strings, got {_type_name(finalizers)}")
+        raise CorruptObject(f"metadata.finalizers: want a list of strings, got {json_kind(finalizers)}")
     refs = md.get("ownerReferences")
     if refs is not None:
         if not isinstance(refs, list):
-            raise CorruptObject(f"metadata.ownerReferences: want a list, got {_type_name(refs)}")
+            raise CorruptObject(f"metadata.ownerReferences: want a list, got {json_kind(refs)}")
         for i, ref in enumerate(refs):
             if not isinstance(ref, dict):
-                raise CorruptObject(f"metadata.ownerReferences[{i}]: want an object, got {_type_name(ref)}")
+                raise CorruptObject(f"metadata.ownerReferences[{i}]: want an object, got {json_kind(ref)}")
             for name in _REF_STRINGS:
                 v = ref.get(name)
                 if v is not None and not isinstance(v, str):
                     raise CorruptObject(f"metadata.ownerReferences[{i}].{name}: want a string, "
-                                        f"got {_type_name(v)}")
+                                        f"got {json_kind(v)}")
             for name in _REF_BOOLS:
                 v = ref.get(name)
                 if v is not None and not isinstance(v, bool):
                     raise CorruptObject(f"metadata.ownerReferences[{i}].{name}: want a boolean, "
-                                        f"got {_type_name(v)}")
+                                        f"got {json_kind(v)}")
     managed = md.get("managedFields")
     if managed is not None and (not isinstance(managed, list) or not all(isinstance(m, dict) for m in managed)):
-        raise CorruptObject(f"metadata.managedFields: want a list of objects, got {_type_name(managed)}")
-
-
-def _type_name(v: Any) -> str:
-    """The JSON name of a decoded value's type, as Go's decoder words it."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, (int, float)):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, (list, tuple)):
-        return "array"
-    if isinstance(v, dict):
-        return "object"
-    return type(v).__name__
+        raise CorruptObject(f"metadata.managedFields: want a list of objects, got {json_kind(managed)}")
 
 
 def decode_metadata(data: bytes) -> dict[str, Any]:

@@ -25,7 +25,8 @@ import yaml
 from . import errors
 from .schema import FieldDef, Schema, TypeDef
 
-__all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "canonical_time", "check", "check_depth", "json_kind", "load_yaml"]
+__all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "canonical_time", "check", "check_depth", "json_kind", "load_json",
+           "load_yaml"]
 
 MAX_DEPTH = 100  # containers nested deeper than this are refused before any recursive code sees them
 MAX_YAML_NODES = 100_000  # YAML aliases may expand to this many nodes in all (about a megabyte of JSON)
@@ -175,16 +176,23 @@ def _go_type(schema: Schema | None, f: FieldDef) -> str:
 
 
 def json_kind(value: Any) -> str:
-    """The JSON kind of a value as Go's UnmarshalTypeError names it (``array``, ``bool``, ``number``...)."""
+    """The JSON kind of a value as Go's UnmarshalTypeError names it (``array``, ``bool``, ``number``...).
+
+    Values JSON has no kind for (a stored msgpack's bytes, say) are named by their Python type.
+    """
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, str):
         return "string"
     if isinstance(value, (int, float)):
         return "number"
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "array"
-    return "object"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
 
 
 def _clean(value: str) -> str:
