@@ -611,6 +611,14 @@ class _Loader(yaml.SafeLoader):
         self._kept.append(node)
         return node
 
+    def construct_scalar(self, node: Any) -> Any:
+        value = super().construct_scalar(node)
+        # Input that is not UTF-8 never gets this far, so a surrogate here came from a "\\u" escape:
+        # go-yaml refuses those (libyaml's scanner check).
+        if isinstance(value, str) and not value.isascii() and _SURROGATE.search(value):
+            raise _YamlError("yaml: found invalid Unicode character escape code")
+        return value
+
     def construct_undefined(self, node: Any) -> Any:
         # Unknown tags (``!foo``, ``!!python/...``): go-yaml keeps the value as what it is.
         if isinstance(node, yaml.ScalarNode):

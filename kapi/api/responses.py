@@ -44,12 +44,27 @@ def status_response(err: errors.StatusError, proto: bool = False) -> Response:
     if proto:
         resp = Response(err.code, protobuf.encode_status(err.to_status()), PROTOBUF)
     else:
-        resp = Response(err.code, encode(err.to_status()), JSON)
+        try:
+            body = encode(err.to_status())
+        except TypeError:  # a message quoting the client's input can hold what JSON cannot (a lone surrogate)
+            body = encode(_printable(err.to_status()))
+        resp = Response(err.code, body, JSON)
     if err.retry_after_s > 0:
         resp.headers.append(("Retry-After", str(err.retry_after_s)))
     for k, v in err.headers.items():
         resp.headers.append((k, v))
     return resp
+
+
+def _printable(value: Any) -> Any:
+    """``value`` with every string made encodable (lone surrogates replaced)."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
 
 
 def success_status(*, name: str, group: str, kind: str, uid: str) -> Obj:
