@@ -41,3 +41,27 @@ async def test_not_allowed_with_deletecollection(api: Api) -> None:
     assert r.status == 422 and "not allowed with DELETECOLLECTION" in r.json()["message"]
     assert (await api.request("GET", CMS + "/stay")).status == 200
 
+
+
+async def test_namespace_with_a_corrupt_object_stays_terminating_until_it_is_removed(api: Api) -> None:
+    """As kube: the namespace controller cannot read a corrupt object, so the namespace is not
+    finished (and the bad key is not orphaned in storage) until an unsafe deletion removes it."""
+    import trio
+
+    assert (await api.create("/api/v1/namespaces", {"metadata": {"name": "doomed"}})).status == 201
+    path = "/api/v1/namespaces/doomed/configmaps"
+    assert (await api.create(path, {"metadata": {"name": "fine"}})).status == 201
+    res = api.registry.table.get("", "v1", "configmaps")
+    assert res is not None
+    await api.registry.storage.create(api.registry.key(res, "doomed", "bad"), b"\xc1 not msgpack")
+    assert (await api.request("DELETE", "/api/v1/namespaces/doomed")).status == 200
+    with trio.fail_after(20):
+        while (await api.request("GET", path + "/fine")).status != 404:
+            await trio.sleep(0.05)
+    await trio.sleep(1.0)  # several passes of the controller
+    ns = await api.request("GET", "/api/v1/namespaces/doomed")
+    assert ns.status == 200 and ns.json()["status"]["phase"] == "Terminating"
+    assert (await api.request("DELETE", path + f"/bad?{OPTION}=true")).status == 200
+    with trio.fail_after(20):
+        while (await api.request("GET", "/api/v1/namespaces/doomed")).status != 404:
+            await trio.sleep(0.05)
