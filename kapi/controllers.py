@@ -149,7 +149,7 @@ class NamespaceController:
             held = sum(1 for obj in page.items if obj["metadata"].get("finalizers"))
             # A corrupt object is left out of the collection: as in kube, the namespace stays
             # Terminating until it is removed (DELETE ...?ignoreStoreReadErrorWithClusterBreakingPotential=true).
-            stored = len((await self.registry.storage.list(prefix)).items)
+            stored = await self.registry.count(res, namespace)
             if stored > held and (namespace, prefix) not in self._unreadable:
                 self._unreadable.add((namespace, prefix))
                 log.error("namespace controller: namespace %s keeps %d object(s) under %s that cannot be read; "

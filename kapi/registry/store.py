@@ -205,6 +205,10 @@ class Registry:
             stored = {**stored, "metadata": md}
         return codec.encode_value(stored)
 
+    async def count(self, res: Resource, namespace: str) -> int:
+        """How many objects storage holds for ``res`` in ``namespace`` (readable or not), without reading them."""
+        return await self.storage.count(self.prefix(res, namespace))
+
     def selection(self, res: Resource, opts: ListOptions) -> Selection:
         label = parse_label_selector(opts.label_selector) if opts.label_selector else None
         fsel = None
