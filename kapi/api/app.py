@@ -225,10 +225,6 @@ class App:
     async def _route(self, ctx: RequestContext) -> Response:
         info = ctx.info
         if info.is_resource:
-            if info.verb == "watch" and ctx.method != "GET":
-                # A /watch/ path names the watch verb whatever the method (so it is authorized as
-                # one); kube-apiserver serves it only for GET.
-                raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
             return await self.handlers.handle(ctx)
         path = ctx.path.rstrip("/") or "/"
         if ctx.method not in ("GET", "HEAD"):

@@ -93,9 +93,10 @@ class Handlers:
         info = ctx.info
         res = self.resource_for(info)
         verb = info.verb
-        if ctx.method not in _HTTP_METHODS:
+        if ctx.method not in _HTTP_METHODS or verb == "watch" and ctx.method != "GET":
             # Only these routes exist: a method named after a verb ("DELETECOLLECTION", "LIST")
-            # must not reach the verb's handler.
+            # must not reach the verb's handler, and a /watch/ path (authorized as a watch
+            # whatever the method) is served for GET only.
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         allowed = res.verbs if not info.subresource else ("get", "patch", "update")
         if info.subresource == "finalize":
