@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, write_json  # noqa: E402
 
-from kapi.selectors import parse_label_selector  # noqa: E402
+from kapi.object.selectors import parse_label_selector  # noqa: E402
 
 SELECTOR = "tier=gold,env!=dev"
 GOALS = {"compiled_over_pure": 10.0, "compiled_ms": 2.0}  # (at least), (at most)

@@ -214,7 +214,7 @@ def json_names(body: bytes) -> list[str]:
 def verify_decode(body: bytes, names: list[str]) -> dict[str, Any]:
     """Decode the whole protobuf list with the schema; its items must be the JSON list's pods, in order."""
     from kapi import protobuf
-    from kapi.schema import load_builtin
+    from kapi.object.schema import load_builtin
 
     started = time.perf_counter()
     decoded = protobuf.decode_object(load_builtin(), body)

@@ -9,8 +9,8 @@ from typing import NoReturn, Sequence
 
 import trio
 
-from . import __version__
-from .config import Config
+from kapi import __version__
+from kapi.config import Config
 
 
 def _duration_s(text: str) -> float:
@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-    from .server import FatalError, one_line, serve
+    from kapi.server import FatalError, one_line, serve
 
     log = logging.getLogger("kapi")
     try:

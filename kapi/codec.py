@@ -10,8 +10,8 @@ from typing import Any, Iterator
 import msgpack
 import orjson
 
-from . import errors
-from .typed import json_kind
+from kapi import errors
+from kapi.object.typed import json_kind
 
 
 def encode_value(obj: dict[str, Any]) -> bytes:

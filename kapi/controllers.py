@@ -15,10 +15,10 @@ from typing import Any
 
 import trio
 
-from . import errors
-from .listopts import ListOptions
-from .registry.resources import Resource
-from .registry.store import DeleteOptions, Registry, WriteOptions
+from kapi import errors
+from kapi.object.listopts import ListOptions
+from kapi.registry.resources import Resource
+from kapi.registry.store import DeleteOptions, Registry, WriteOptions
 
 log = logging.getLogger("kapi.controllers")
 Obj = dict[str, Any]

@@ -42,7 +42,7 @@ from hypercorn.trio.worker_context import TrioSingleTask, WorkerContext
 from hypercorn.typing import ConnectionState
 from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
 
-from . import errors
+from kapi import errors
 
 log = logging.getLogger("kapi")
 

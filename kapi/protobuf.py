@@ -1,7 +1,7 @@
 """The Kubernetes protobuf encoding of the built-in types (``application/vnd.kubernetes.protobuf``).
 
 Objects stay plain JSON-form dicts; the message schema comes from
-``kapi.schema.load_proto_messages()``. Each message is compiled once into a
+``kapi.object.schema.load_proto_messages()``. Each message is compiled once into a
 ``MessagePlan`` of the wire twin (``kapi._fast.protowire``), which walks the dict.
 
 Wire rules, as Go's generated marshallers write them: fields in ascending number,
@@ -33,7 +33,8 @@ from types import ModuleType
 from typing import Any
 
 from kapi import _fast, errors
-from kapi.schema import GVK, FieldDef, ProtoField, ProtoMessage, Schema, TypeDef, load_go_types, load_proto_messages
+from kapi.object.schema import (GVK, FieldDef, ProtoField, ProtoMessage, Schema, TypeDef, load_go_types,
+    load_proto_messages)
 
 __all__ = [
     "CONTENT_TYPE",

@@ -14,24 +14,24 @@ from typing import Any, Awaitable, Callable
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from . import __version__, errors
-from .api.app import App, Health
-from .api.discovery import Discovery
-from .api.handlers import Handlers
-from .api.openapi import OpenAPIDocuments
-from .auth.authn import Authenticator, User, read_token_file
-from .auth.authz import Authorizer
-from .cacher.cache import Cacher
-from .codec import release_free_memory
-from .config import Config
-from .controllers import GarbageCollector, NamespaceController
-from .https import serve_https
-from .metrics import Metrics
-from .pki import ensure_pki, write_kubeconfig
-from .registry.resources import ResourceTable
-from .registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
-from .schema import load_builtin
-from .storage.base import Storage
+from kapi import __version__, errors
+from kapi.api.app import App, Health
+from kapi.api.discovery import Discovery
+from kapi.api.handlers import Handlers
+from kapi.api.openapi import OpenAPIDocuments
+from kapi.auth.authn import Authenticator, User, read_token_file
+from kapi.auth.authz import Authorizer
+from kapi.cacher.cache import Cacher
+from kapi.codec import release_free_memory
+from kapi.config import Config
+from kapi.controllers import GarbageCollector, NamespaceController
+from kapi.https import serve_https
+from kapi.metrics import Metrics
+from kapi.pki import ensure_pki, write_kubeconfig
+from kapi.registry.resources import ResourceTable
+from kapi.registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
+from kapi.object.schema import load_builtin
+from kapi.storage.base import Storage
 
 log = logging.getLogger("kapi")
 
@@ -134,11 +134,11 @@ KUBE_VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit
 
 def make_storage(config: Config, data_dir: Path) -> Storage:
     if config.storage_backend == "memory":
-        from .storage.memory import MemoryStorage
+        from kapi.storage.memory import MemoryStorage
 
         return MemoryStorage()
     if config.storage_backend == "sqlite":
-        from .storage.sqlite import SqliteStorage
+        from kapi.storage.sqlite import SqliteStorage
 
         return SqliteStorage(str(data_dir / "kapi.db"), group_commit=config.group_commit)
     raise ValueError(f"storage backend {config.storage_backend!r} is not available in this build; "

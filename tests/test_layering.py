@@ -15,8 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent / "kapi"
 # Lower number = lower layer. A module may import from its own layer or a lower one.
 LAYERS = {
     "errors": 0, "config": 0,
-    "meta": 1, "codec": 1, "listopts": 1, "selectors": 1, "_fast": 1, "schema": 1, "patch": 1,
-    "validation": 1, "defaults": 1, "protowire": 1, "managedfields": 1, "protobuf": 1, "typed": 1,
+    "object": 1, "codec": 1, "_fast": 1, "protowire": 1, "protobuf": 1,
     "storage": 2, "client": 2,
     "cacher": 3, "metrics": 1,
     "registry": 4, "admission": 4,

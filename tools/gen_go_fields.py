@@ -1,4 +1,4 @@
-"""Generate ``kapi/schema/go_fields.json.gz``: the Go facts of the built-in types that the schema lacks.
+"""Generate ``kapi/object/schema/go_fields.json.gz``: the Go facts of the built-in types that the schema lacks.
 
 Development-time tool. kube-apiserver decodes every body into Go structs and stores what
 Go's ``encoding/json`` writes back, so the stored shape depends on facts the OpenAPI schema
@@ -8,7 +8,7 @@ with their zero value, and which ``omitempty`` scalars, slices and maps vanish w
 This tool reads the Go type declarations of k8s.io/api, k8s.io/apimachinery and
 k8s.io/apiextensions-apiserver (git repositories, bare or not, read at ``--ref``; they are
 not part of kapi) and writes those facts in kapi's own format, for the types and fields
-``kapi/schema/builtin.json.gz`` knows::
+``kapi/object/schema/builtin.json.gz`` knows::
 
     {"format": 1, "source": "...",
      "opaque": {TYPE NAME: ZERO JSON},     # types with their own MarshalJSON: what zero encodes to

@@ -1,10 +1,10 @@
-"""Generate ``kapi/schema/proto_numbers.json.gz`` from Kubernetes' ``generated.proto`` files.
+"""Generate ``kapi/object/schema/proto_numbers.json.gz`` from Kubernetes' ``generated.proto`` files.
 
 Development-time tool. Kubernetes' protobuf wire format uses the field numbers that
 go-to-protobuf assigned in the ``generated.proto`` files of k8s.io/api,
 k8s.io/apimachinery and k8s.io/apiextensions-apiserver. This tool parses those files
 (a directory of them, fetched by hand; they are not part of kapi) and writes the facts
-kapi needs in kapi's own format (see ``kapi/schema/__init__.py``)::
+kapi needs in kapi's own format (see ``kapi/object/schema/__init__.py``)::
 
     {"format": 1, "source": "...",
      "messages": {"k8s.io.api.core.v1.PodSpec": {

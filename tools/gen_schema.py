@@ -1,8 +1,8 @@
-"""Generate ``kapi/schema/builtin.json.gz`` from Kubernetes' published type definitions.
+"""Generate ``kapi/object/schema/builtin.json.gz`` from Kubernetes' published type definitions.
 
 Development-time tool: reads the JSON-schema rendering of the Kubernetes v1.33
 OpenAPI definitions shipped by the ``kubernetes-validate`` package and writes the
-types kapi serves in kapi's own compact format (see ``kapi/schema/__init__.py``).
+types kapi serves in kapi's own compact format (see ``kapi/object/schema/__init__.py``).
 The runtime never imports ``kubernetes_validate``; the generated file is committed.
 
 Usage: ``python tools/gen_schema.py [--out PATH]``

@@ -30,10 +30,10 @@ def _choose(name: str) -> ModuleType:
 
 if TYPE_CHECKING:
     # Type checkers see the pure twins: they are the typed, documented reference.
-    from . import protowire_py as protowire
-    from .listenc_py import bookmark_line, encode_list_chunks, list_body, watch_line
-    from .match_py import MatchTable
-    from .ring_py import EventRing
+    from kapi._fast import protowire_py as protowire
+    from kapi._fast.listenc_py import bookmark_line, encode_list_chunks, list_body, watch_line
+    from kapi._fast.match_py import MatchTable
+    from kapi._fast.ring_py import EventRing
 else:
     _listenc = _choose("listenc")
     encode_list_chunks = _listenc.encode_list_chunks

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from kapi.selectors import LabelSelector
+    from kapi.object.selectors import LabelSelector
 
 __all__ = ["CompiledSelector", "MatchTable"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from ..errors import Gone
+from kapi.errors import Gone
 
 
 class EventRing:

@@ -10,18 +10,18 @@ from typing import Any, Awaitable, Callable
 import orjson
 import trio
 
-from .. import errors
-from ..auth.authn import Authenticator
-from ..auth.authz import Authorizer
-from ..https import PeerCertificates
-from ..metrics import Metrics
-from . import negotiate
-from .discovery import Discovery
-from .openapi import Document, OpenAPIDocuments
-from .openapi_pb import CONTENT_TYPE as PROTOBUF_CONTENT_TYPE
-from .handlers import Handlers, RequestContext
-from .request import parse_query, request_info
-from .responses import Response, status_response, text_response
+from kapi import errors
+from kapi.auth.authn import Authenticator
+from kapi.auth.authz import Authorizer
+from kapi.https import PeerCertificates
+from kapi.metrics import Metrics
+from kapi.api import negotiate
+from kapi.api.discovery import Discovery
+from kapi.api.openapi import Document, OpenAPIDocuments
+from kapi.api.openapi_pb import CONTENT_TYPE as PROTOBUF_CONTENT_TYPE
+from kapi.api.handlers import Handlers, RequestContext
+from kapi.api.request import parse_query, request_info
+from kapi.api.responses import Response, status_response, text_response
 
 log = logging.getLogger("kapi.api")
 

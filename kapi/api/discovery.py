@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from ..registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
+from kapi.registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
 
 Obj = dict[str, Any]
 

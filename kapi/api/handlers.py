@@ -11,22 +11,23 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import orjson
 import trio
 
-from .. import errors, protobuf, typed
-from .._fast import list_body
-from ..auth.authn import User
-from ..auth.authz import Authorizer
-from ..listopts import ListOptions, parse_int64, parse_list_options
-from ..managedfields import manager_name
-from ..patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from ..registry.resources import Resource, ResourceTable
-from ..registry.store import DeleteOptions, ListPage, Registry, WriteOptions
-from ..schema import Schema, prune_unknown_fields, unknown_fields
-from ..validation import field_invalid
-from . import negotiate
-from .negotiate import JSON, PROTOBUF, YAML, Output
-from .request import RequestInfo
-from .responses import Response, object_response, success_status
-from .tables import build_object_table, build_table
+from kapi import errors, protobuf
+from kapi.object import typed
+from kapi._fast import list_body
+from kapi.auth.authn import User
+from kapi.auth.authz import Authorizer
+from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
+from kapi.object.managedfields import manager_name
+from kapi.object.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from kapi.registry.resources import Resource, ResourceTable
+from kapi.registry.store import DeleteOptions, ListPage, Registry, WriteOptions
+from kapi.object.schema import Schema, prune_unknown_fields, unknown_fields
+from kapi.object.validation import field_invalid
+from kapi.api import negotiate
+from kapi.api.negotiate import JSON, PROTOBUF, YAML, Output
+from kapi.api.request import RequestInfo
+from kapi.api.responses import Response, object_response, success_status
+from kapi.api.tables import build_object_table, build_table
 
 Obj = dict[str, Any]
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")

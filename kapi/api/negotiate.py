@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import errors
+from kapi import errors
 
 JSON = "application/json"
 YAML = "application/yaml"

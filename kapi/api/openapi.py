@@ -15,9 +15,9 @@ from typing import Any, Protocol
 
 import orjson
 
-from .openapi_pb import encode_openapi_v2
+from kapi.api.openapi_pb import encode_openapi_v2
 
-from kapi.schema import FieldDef, Schema, TypeDef
+from kapi.object.schema import FieldDef, Schema, TypeDef
 
 __all__ = ["Document", "OpenAPIDocuments", "ResourceRecord", "ServedResource"]
 

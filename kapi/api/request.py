@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote
 
-from ..listopts import query_bool
+from kapi.object.listopts import query_bool
 
 
 

@@ -8,8 +8,8 @@ from typing import Any, AsyncIterator
 import orjson
 import yaml
 
-from .. import errors, protobuf
-from .negotiate import JSON, PROTOBUF, YAML, Output
+from kapi import errors, protobuf
+from kapi.api.negotiate import JSON, PROTOBUF, YAML, Output
 
 Obj = dict[str, Any]
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from kapi.errors import BadRequest
-from kapi.selectors import label_selector_from_spec
+from kapi.object.selectors import label_selector_from_spec
 
 __all__ = [
     "build_object_table",

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from .. import errors
+from kapi import errors
 
 
 @dataclass(frozen=True, slots=True)

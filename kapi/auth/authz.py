@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import errors
-from .authn import User
+from kapi import errors
+from kapi.auth.authn import User
 
 MODES = ("AlwaysAllow", "AlwaysDeny")
 

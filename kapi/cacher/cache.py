@@ -19,13 +19,13 @@ from typing import Callable, Iterator, Sequence
 import orjson
 import trio
 
-from .. import codec, errors
-from .._fast import EventRing
-from ..listopts import ListOptions, decode_continue, encode_continue
-from ..metrics import Metrics
-from ..storage.base import Event, Storage
-from .store import CacheEvent, CacheStore, Entry, Snapshot
-from .watcher import Encoder, Filter, TimeBudget, Watcher, transition
+from kapi import codec, errors
+from kapi._fast import EventRing
+from kapi.object.listopts import ListOptions, decode_continue, encode_continue
+from kapi.metrics import Metrics
+from kapi.storage.base import Event, Storage
+from kapi.cacher.store import CacheEvent, CacheStore, Entry, Snapshot
+from kapi.cacher.watcher import Encoder, Filter, TimeBudget, Watcher, transition
 
 log = logging.getLogger("kapi.cacher")
 

@@ -14,7 +14,7 @@ from typing import Iterator, Mapping, Sequence
 from sortedcontainers import SortedDict
 
 from kapi._fast import MatchTable
-from kapi.selectors import LabelSelector
+from kapi.object.selectors import LabelSelector
 
 
 @dataclass(slots=True, eq=False)

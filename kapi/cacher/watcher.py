@@ -9,11 +9,11 @@ from typing import Callable, Sequence
 import orjson
 import trio
 
-from .._fast import bookmark_line, watch_line
-from .. import protobuf
-from ..schema import Schema
-from ..selectors import FieldSelector, LabelSelector
-from .store import CacheEvent, Entry
+from kapi._fast import bookmark_line, watch_line
+from kapi import protobuf
+from kapi.object.schema import Schema
+from kapi.object.selectors import FieldSelector, LabelSelector
+from kapi.cacher.store import CacheEvent, Entry
 
 BOOKMARK_PERIOD_S = 60.0  # a watcher's next bookmark is due at min(now + this, deadline - 2 s)
 

@@ -7,14 +7,14 @@ and HTTP/2 client speaking JSON or protobuf, reflectors (WatchList, or LIST then
 WATCH), indexed stores, informers with handlers, and a shared informer factory.
 """
 
-from .api import (CONFIGMAPS, DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, NODES, PODS, SECRETS, SERVICEACCOUNTS,
-                  SERVICES, ApiError, Client, Resource, WatchEvent)
-from .backoff import Backoff
-from .config import ClientConfig, ConfigError, load_config, load_incluster_config, load_kubeconfig
-from .informer import Informer, Registration, SharedInformerFactory
-from .objects import Meta, key, split_key
-from .reflector import Reflector, ReflectorStats
-from .store import NAMESPACE_INDEX, Store
+from kapi.client.api import (CONFIGMAPS, DEPLOYMENTS, EVENTS, LEASES, NAMESPACES, NODES, PODS, SECRETS,
+    SERVICEACCOUNTS, SERVICES, ApiError, Client, Resource, WatchEvent)
+from kapi.client.backoff import Backoff
+from kapi.client.config import ClientConfig, ConfigError, load_config, load_incluster_config, load_kubeconfig
+from kapi.client.informer import Informer, Registration, SharedInformerFactory
+from kapi.client.objects import Meta, key, split_key
+from kapi.client.reflector import Reflector, ReflectorStats
+from kapi.client.store import NAMESPACE_INDEX, Store
 
 __all__ = [
     "CONFIGMAPS", "DEPLOYMENTS", "EVENTS", "LEASES", "NAMESPACES", "NODES", "PODS", "SECRETS", "SERVICEACCOUNTS",

@@ -19,9 +19,9 @@ import httpx
 import orjson
 
 from kapi import errors, protobuf
-from kapi.schema import Schema, load_builtin
+from kapi.object.schema import Schema, load_builtin
 
-from .config import ClientConfig
+from kapi.client.config import ClientConfig
 
 Obj = dict[str, Any]
 

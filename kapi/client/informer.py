@@ -26,11 +26,11 @@ from typing import Any
 
 import trio
 
-from .api import Client, Resource
-from .backoff import Backoff
-from .objects import key as object_key
-from .reflector import Reflector
-from .store import IndexFunc, Store
+from kapi.client.api import Client, Resource
+from kapi.client.backoff import Backoff
+from kapi.client.objects import key as object_key
+from kapi.client.reflector import Reflector
+from kapi.client.store import IndexFunc, Store
 
 Obj = dict[str, Any]
 Handler = Callable[..., Awaitable[None] | None]

@@ -23,9 +23,9 @@ from typing import Any, Protocol
 import httpx
 import trio
 
-from .api import ApiError, Client, Resource, WatchEvent
-from .backoff import Backoff
-from .objects import key as object_key
+from kapi.client.api import ApiError, Client, Resource, WatchEvent
+from kapi.client.backoff import Backoff
+from kapi.client.objects import key as object_key
 
 Obj = dict[str, Any]
 log = logging.getLogger("kapi.client")

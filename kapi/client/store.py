@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .objects import key as object_key
+from kapi.client.objects import key as object_key
 
 Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], Iterable[str]]

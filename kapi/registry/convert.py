@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from .resources import Resource
+from kapi.registry.resources import Resource
 
 Obj = dict[str, Any]
 

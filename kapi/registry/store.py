@@ -19,21 +19,22 @@ from typing import Any, AsyncIterator, Callable, Iterable
 import orjson
 import trio
 
-from .. import codec, errors, meta, protobuf
-from ..defaults import apply_defaults
-from ..listopts import ListOptions, decode_continue, encode_continue
-from ..managedfields import reset_fields_for, update_managed_fields
-from ..schema import Schema, go_roundtrip, load_builtin
-from ..selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector, parse_label_selector,
-                         selectable_fields)
-from ..storage.base import KeyValue, Storage
-from ..cacher.cache import CacheConfig, Cacher, Delegate, WatchStart
-from ..cacher.store import Entry
-from ..cacher.watcher import Encoder, Filter, transition
-from ..metrics import Metrics
-from ..validation import validate, validate_object_meta, validate_update_meta
-from . import convert
-from .resources import Resource, ResourceTable
+from kapi import codec, errors, protobuf
+from kapi.object import meta
+from kapi.object.defaults import apply_defaults
+from kapi.object.listopts import ListOptions, decode_continue, encode_continue
+from kapi.object.managedfields import reset_fields_for, update_managed_fields
+from kapi.object.schema import Schema, go_roundtrip, load_builtin
+from kapi.object.selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector,
+    parse_label_selector, selectable_fields)
+from kapi.storage.base import KeyValue, Storage
+from kapi.cacher.cache import CacheConfig, Cacher, Delegate, WatchStart
+from kapi.cacher.store import Entry
+from kapi.cacher.watcher import Encoder, Filter, transition
+from kapi.metrics import Metrics
+from kapi.object.validation import validate, validate_object_meta, validate_update_meta
+from kapi.registry import convert
+from kapi.registry.resources import Resource, ResourceTable
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj]

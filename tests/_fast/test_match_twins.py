@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kapi.selectors import LabelSelector, Requirement, parse_label_selector
+from kapi.object.selectors import LabelSelector, Requirement, parse_label_selector
 
 POD_LABELS = [
     {"app": "web", "tier": "gold", "env": "prod", "replicas": "3"},

@@ -9,8 +9,8 @@ from kapi import errors
 from kapi._fast import EventRing
 from kapi.cacher.cache import Delegate
 from kapi.cacher.watcher import Filter
-from kapi.listopts import ListOptions, decode_continue, encode_continue
-from kapi.selectors import parse_field_selector, parse_label_selector
+from kapi.object.listopts import ListOptions, decode_continue, encode_continue
+from kapi.object.selectors import parse_field_selector, parse_label_selector
 
 from kapi.registry.store import DeleteOptions
 

@@ -13,8 +13,8 @@ from kapi._fast import EventRing
 from kapi.cacher.cache import WatchStart
 from kapi.cacher.store import CacheEvent
 from kapi.cacher.watcher import Filter
-from kapi.listopts import ListOptions
-from kapi.selectors import parse_field_selector, parse_label_selector
+from kapi.object.listopts import ListOptions
+from kapi.object.selectors import parse_field_selector, parse_label_selector
 from kapi.storage.memory import MemoryStorage
 
 from .conftest import Env, MakeEnv, line_objects

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from kapi import errors
 from kapi.cacher.cache import Delegate
 from kapi.cacher.watcher import Filter
-from kapi.listopts import ListOptions
+from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.selectors import parse_label_selector
+from kapi.object.selectors import parse_label_selector
 from kapi.storage.memory import MemoryStorage
 
 from .conftest import Env, line_objects

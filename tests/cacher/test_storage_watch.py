@@ -7,7 +7,7 @@ import trio
 
 from kapi import codec, errors
 from kapi.controllers import GarbageCollector, _may_need_collecting
-from kapi.listopts import ListOptions
+from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import _DECODE_CHUNK, Registry

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kapi import protobuf
-from kapi.schema import load_builtin
+from kapi.object.schema import load_builtin
 
 from .conftest import Kubectl, Server
 

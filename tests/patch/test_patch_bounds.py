@@ -8,14 +8,9 @@ import orjson
 import pytest
 
 from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge
-from kapi.patch import (
-    DEFAULT_MAX_COPY_BYTES,
-    MAX_DEPTH,
-    apply_json_patch,
-    apply_merge_patch,
-    apply_strategic_merge_patch,
-)
-from kapi.schema import load_builtin
+from kapi.object.patch import (DEFAULT_MAX_COPY_BYTES, MAX_DEPTH, apply_json_patch, apply_merge_patch,
+    apply_strategic_merge_patch)
+from kapi.object.schema import load_builtin
 
 from .conftest import Api
 

@@ -9,7 +9,7 @@ from types import ModuleType
 import pytest
 
 from kapi.protobuf import Codec
-from kapi.schema import Schema, load_builtin
+from kapi.object.schema import Schema, load_builtin
 
 
 def load_twin(impl: str) -> ModuleType:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from kapi import errors, protobuf
 from kapi.protobuf import Codec
-from kapi.schema import Schema
+from kapi.object.schema import Schema
 
 from . import capture, objects
 from .conftest import load_twin
@@ -82,7 +82,7 @@ def test_twins_agree_on_times(when: dt.datetime, micro: bool) -> None:
     text = when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{when.microsecond:06d}Z" if micro else "Z")
     text = text.rjust(len(text) + 4 - len(text.split("-")[0]), "0")  # strftime does not pad years < 1000
     obj = {"metadata": {"name": "x"}, "spec": {field: text}} if micro else {"metadata": {field: text}}
-    from kapi.schema import load_builtin
+    from kapi.object.schema import load_builtin
 
     schema = load_builtin()
     gvk = LEASE if micro else ("", "v1", "ConfigMap")

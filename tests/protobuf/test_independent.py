@@ -21,7 +21,7 @@ import pytest
 
 from kapi import protobuf
 from kapi.protobuf import Codec
-from kapi.schema import ProtoMessage, Schema, load_proto_messages
+from kapi.object.schema import ProtoMessage, Schema, load_proto_messages
 
 from . import objects
 
@@ -112,7 +112,7 @@ _CHILD = """
 import base64, json, sys
 from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.internal import api_implementation
-from kapi.schema import load_proto_messages
+from kapi.object.schema import load_proto_messages
 from tests.protobuf.test_independent import PACKAGE, _file, _mangle
 pool = descriptor_pool.DescriptorPool()
 pool.Add(_file(load_proto_messages()))

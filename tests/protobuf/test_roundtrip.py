@@ -9,7 +9,7 @@ import pytest
 
 from kapi import protobuf
 from kapi.protobuf import Codec
-from kapi.schema import Schema
+from kapi.object.schema import Schema
 
 from . import objects
 from .conftest import load_twin

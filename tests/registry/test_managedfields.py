@@ -8,21 +8,10 @@ from typing import Any
 
 import pytest
 
-from kapi.managedfields import (
-    ANCIENT_CHANGES_MANAGER,
-    FieldSet,
-    PathElement,
-    compare,
-    decode_managed_fields,
-    field_set_of,
-    fields_v1,
-    manager_name,
-    parse_fields_v1,
-    prefix_from_user_agent,
-    reset_fields_for,
-    update_managed_fields,
-)
-from kapi.schema import Schema, load_builtin
+from kapi.object.managedfields import (ANCIENT_CHANGES_MANAGER, FieldSet, PathElement, compare,
+    decode_managed_fields, field_set_of, fields_v1, manager_name, parse_fields_v1, prefix_from_user_agent,
+    reset_fields_for, update_managed_fields)
+from kapi.object.schema import Schema, load_builtin
 
 DEPLOY = ("apps", "v1", "Deployment")
 T0, T1, T2 = "2025-01-01T00:00:00Z", "2025-01-01T00:01:00Z", "2025-01-01T00:02:00Z"

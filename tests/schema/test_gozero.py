@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from kapi.schema import go_roundtrip, load_builtin, load_go_types
+from kapi.object.schema import go_roundtrip, load_builtin, load_go_types
 
 SCHEMA = load_builtin()
-DATA = Path(__file__).resolve().parents[2] / "kapi" / "schema" / "go_fields.json.gz"
+DATA = Path(__file__).resolve().parents[2] / "kapi" / "object" / "schema" / "go_fields.json.gz"
 
 
 def rt(gvk: tuple[str, str, str], obj: dict[str, Any]) -> dict[str, Any]:

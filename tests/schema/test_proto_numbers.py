@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kapi.schema import ProtoField, ProtoMessage, Schema, TypeDef, load_builtin, load_proto_messages
+from kapi.object.schema import ProtoField, ProtoMessage, Schema, TypeDef, load_builtin, load_proto_messages
 
 CORE = "k8s.io.api.core.v1."
 META = "k8s.io.apimachinery.pkg.apis.meta.v1."

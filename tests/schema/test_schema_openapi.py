@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from kapi.api.openapi import OpenAPIDocuments, ServedResource
-from kapi.schema import load_builtin
+from kapi.object.schema import load_builtin
 
 RESOURCES = (
     ServedResource("", "v1", "pods", "Pod", True, ("status", "binding", "eviction", "log")),

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge
-from kapi.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
-from kapi.schema import load_builtin
+from kapi.object.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from kapi.object.schema import load_builtin
 
 POD = ("", "v1", "Pod")
 

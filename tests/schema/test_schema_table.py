@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kapi.schema import GVK, load_builtin, unknown_fields
+from kapi.object.schema import GVK, load_builtin, unknown_fields
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -106,7 +106,7 @@ def test_only_served_groups_are_included() -> None:
 
 
 def test_extended_schema_leaves_builtin_alone() -> None:
-    from kapi.schema import TypeDef
+    from kapi.object.schema import TypeDef
 
     base = load_builtin()
     extra = TypeDef(name="com.example.v1.Widget", type="object", gvks=(GVK("example.com", "v1", "Widget"),))
@@ -150,7 +150,7 @@ def test_unknown_fields_skips_free_form_and_unknown_kinds(pod: dict[str, Any]) -
 
 
 def test_generated_file_is_gzipped_json() -> None:
-    blob = (ROOT / "kapi" / "schema" / "builtin.json.gz").read_bytes()
+    blob = (ROOT / "kapi" / "object" / "schema" / "builtin.json.gz").read_bytes()
     data = json.loads(gzip.decompress(blob))
     assert data["format"] == 1
     assert "io.k8s.api.core.v1.Pod" in data["types"]
@@ -164,5 +164,5 @@ def test_generator_reproduces_committed_file(tmp_path: Path) -> None:
     spec.loader.exec_module(gen)
     out = tmp_path / "builtin.json.gz"
     assert gen.main(["--out", str(out)]) == 0
-    committed = gzip.decompress((ROOT / "kapi" / "schema" / "builtin.json.gz").read_bytes())
+    committed = gzip.decompress((ROOT / "kapi" / "object" / "schema" / "builtin.json.gz").read_bytes())
     assert gzip.decompress(out.read_bytes()) == committed

@@ -8,12 +8,7 @@ from pathlib import Path
 import pytest
 
 from kapi.errors import BadRequest
-from kapi.selectors import (
-    FieldRequirement,
-    field_values,
-    parse_field_selector,
-    selectable_fields,
-)
+from kapi.object.selectors import FieldRequirement, field_values, parse_field_selector, selectable_fields
 
 META = {"metadata.name", "metadata.namespace"}
 POD = json.loads((Path(__file__).parent.parent / "fixtures" / "pod.json").read_text())

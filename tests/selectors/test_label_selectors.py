@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kapi.errors import BadRequest
-from kapi.selectors import LabelSelector, Requirement, parse_label_selector
+from kapi.object.selectors import LabelSelector, Requirement, parse_label_selector
 
 LABELS = {"app": "web", "tier": "front", "n": "5", "empty": ""}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kapi import typed
+from kapi.object import typed
 
 from .conftest import Api
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from kapi import errors, typed
-from kapi.schema import load_builtin
+from kapi import errors
+from kapi.object import typed
+from kapi.object.schema import load_builtin
 
 SCHEMA = load_builtin()
 CONFIGMAP = SCHEMA.type_for("", "v1", "ConfigMap")

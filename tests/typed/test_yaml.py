@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from kapi import errors, typed
+from kapi import errors
+from kapi.object import typed
 
 
 @pytest.mark.parametrize("text,value", [

@@ -9,7 +9,7 @@ import pytest
 
 from kapi import errors
 from kapi.api.request import request_info
-from kapi.listopts import decode_continue, encode_continue, parse_list_options
+from kapi.object.listopts import decode_continue, encode_continue, parse_list_options
 
 
 def test_continue_token_format_matches_kube_apiserver() -> None:

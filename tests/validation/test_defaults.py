@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kapi.defaults import apply_defaults, image_pull_policy, pod_qos_class
+from kapi.object.defaults import apply_defaults, image_pull_policy, pod_qos_class
 
 Obj = dict[str, Any]
 

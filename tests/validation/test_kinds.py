@@ -5,9 +5,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kapi.defaults import apply_defaults
+from kapi.object.defaults import apply_defaults
 from kapi.errors import Cause
-from kapi.validation import validate
+from kapi.object.validation import validate
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from kapi.errors import Cause, invalid
-from kapi.validation import (
-    RULE_DNS1123_LABEL, RULE_PATH_SEGMENT, field_not_supported, field_too_long, validate_object_meta,
-    validate_update_meta,
-)
+from kapi.object.validation import (RULE_DNS1123_LABEL, RULE_PATH_SEGMENT, field_not_supported,
+    field_too_long, validate_object_meta, validate_update_meta)
 
 from .test_names import LABEL_MSG, SUBDOMAIN_MSG
 

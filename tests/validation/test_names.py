@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kapi.validation import (
-    RULE_DNS1035_LABEL, RULE_DNS1123_LABEL, RULE_DNS1123_SUBDOMAIN, RULE_PATH_SEGMENT, go_quote,
-    is_config_map_key, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain, is_namespaced,
-    is_qualified_name, is_valid_label_value, is_valid_path_segment_name, is_valid_port_name, name_rule,
-    validate_name,
-)
+from kapi.object.validation import (RULE_DNS1035_LABEL, RULE_DNS1123_LABEL, RULE_DNS1123_SUBDOMAIN,
+    RULE_PATH_SEGMENT, go_quote, is_config_map_key, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
+    is_namespaced, is_qualified_name, is_valid_label_value, is_valid_path_segment_name, is_valid_port_name,
+    name_rule, validate_name)
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-from .schema import GVK, FieldDef, Schema, TypeDef
+from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
 
 __all__ = [
     "ANCIENT_CHANGES_MANAGER",

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from . import errors
-from .meta import parse_resource_version
+from kapi import errors
+from kapi.object.meta import parse_resource_version
 
 TOKEN_VERSION = "meta.k8s.io/v1"
 

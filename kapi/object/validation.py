@@ -22,8 +22,8 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-from .errors import Cause
-from .meta import parse_time_or_none
+from kapi.errors import Cause
+from kapi.object.meta import parse_time_or_none
 
 Obj = dict[str, Any]
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-if TYPE_CHECKING:  # kapi.schema re-exports this module's names, so no import of it at run time
-    from . import GVK, Schema
+if TYPE_CHECKING:  # kapi.object.schema re-exports this module's names, so no import of it at run time
+    from kapi.object.schema import GVK, Schema
 
 __all__ = ["GoField", "GoTypes", "go_roundtrip", "load_go_types"]
 
@@ -85,7 +85,7 @@ def _value_omitempty(types: GoTypes, type_name: str) -> frozenset[str]:
 @functools.cache
 def load_go_types() -> GoTypes:
     """The generated Go facts (read once)."""
-    blob = resources.files("kapi.schema").joinpath(DATA_FILE).read_bytes()
+    blob = resources.files("kapi.object.schema").joinpath(DATA_FILE).read_bytes()
     data = orjson.loads(gzip.decompress(blob))
     return GoTypes(
         types=MappingProxyType({

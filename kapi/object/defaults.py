@@ -16,7 +16,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-from .validation import parse_quantity
+from kapi.object.validation import parse_quantity
 
 Obj = dict[str, Any]
 

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 import yaml
 
-from . import errors
-from .schema import FieldDef, Schema, TypeDef
+from kapi import errors
+from kapi.object.schema import FieldDef, Schema, TypeDef
 
 __all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "canonical_time", "check", "check_depth", "json_kind", "load_json",
            "load_yaml"]

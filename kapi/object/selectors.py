@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kapi.errors import BadRequest
-from kapi.validation import go_quote, is_qualified_name, is_valid_label_value
+from kapi.object.validation import go_quote, is_qualified_name, is_valid_label_value
 
 __all__ = [
     "FIELD_SELECTORS",

@@ -44,7 +44,7 @@ from typing import Any
 
 import orjson
 
-from .gozero import GoField, GoTypes, go_roundtrip, load_go_types
+from kapi.object.schema.gozero import GoField, GoTypes, go_roundtrip, load_go_types
 
 __all__ = [
     "GVK",

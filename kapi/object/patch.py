@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge, StatusError
-from kapi.schema import GVK, FieldDef, Schema
+from kapi.object.schema import GVK, FieldDef, Schema
 
 __all__ = [
     "DEFAULT_MAX_COPY_BYTES",

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from . import errors
+from kapi import errors
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no confusables)
 GENERATE_NAME_SUFFIX = 5
