@@ -25,7 +25,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from _common import best_rate  # noqa: E402
 
-from kapi import protobuf  # noqa: E402
+from kapi.encoding import protobuf  # noqa: E402
 from kapi.object.schema import load_builtin  # noqa: E402
 
 RESULTS = REPO / "bench" / "results"

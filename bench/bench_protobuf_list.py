@@ -188,7 +188,7 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def protobuf_items(body: bytes) -> tuple[str, int]:
     """The kind in the envelope and the number of items (field 2) of the list message, by walking its fields."""
-    from kapi import protobuf
+    from kapi.encoding import protobuf
 
     _, kind, raw = protobuf.unwrap(body)
     count = pos = 0
@@ -213,7 +213,7 @@ def json_names(body: bytes) -> list[str]:
 
 def verify_decode(body: bytes, names: list[str]) -> dict[str, Any]:
     """Decode the whole protobuf list with the schema; its items must be the JSON list's pods, in order."""
-    from kapi import protobuf
+    from kapi.encoding import protobuf
     from kapi.object.schema import load_builtin
 
     started = time.perf_counter()

@@ -175,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-    from kapi.server import FatalError, one_line, serve
+    from kapi.server.serve import FatalError, one_line, serve
 
     log = logging.getLogger("kapi")
     try:

@@ -15,11 +15,11 @@ ROOT = Path(__file__).resolve().parent.parent / "kapi"
 # Lower number = lower layer. A module may import from its own layer or a lower one.
 LAYERS = {
     "errors": 0, "config": 0,
-    "object": 1, "codec": 1, "_fast": 1, "protowire": 1, "protobuf": 1,
+    "object": 1, "_fast": 1, "encoding": 2,
     "storage": 2, "client": 2,
     "cacher": 3, "metrics": 1,
     "registry": 4, "admission": 4,
-    "controllers": 5, "auth": 5, "api": 5, "https": 5, "pki": 1,
+    "controllers": 5, "chain": 5, "api": 5,
     "server": 6, "__main__": 7, "__init__": 7,
 }
 

@@ -11,9 +11,9 @@ import orjson
 import trio
 
 from kapi import errors
-from kapi.auth.authn import Authenticator
-from kapi.auth.authz import Authorizer
-from kapi.https import PeerCertificates
+from kapi.chain.authn import Authenticator
+from kapi.chain.authz import Authorizer
+from kapi.chain.authn import PeerCertificates
 from kapi.metrics import Metrics
 from kapi.api import negotiate
 from kapi.api.discovery import Discovery

@@ -11,11 +11,12 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import orjson
 import trio
 
-from kapi import errors, protobuf
+from kapi import errors
+from kapi.encoding import protobuf
 from kapi.object import typed
 from kapi._fast import list_body
-from kapi.auth.authn import User
-from kapi.auth.authz import Authorizer
+from kapi.chain.authn import User
+from kapi.chain.authz import Authorizer
 from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
 from kapi.object.managedfields import manager_name
 from kapi.object.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
@@ -27,7 +28,7 @@ from kapi.api import negotiate
 from kapi.api.negotiate import JSON, PROTOBUF, YAML, Output
 from kapi.api.request import RequestInfo
 from kapi.api.responses import Response, object_response, success_status
-from kapi.api.tables import build_object_table, build_table
+from kapi.encoding.tables import build_object_table, build_table
 
 Obj = dict[str, Any]
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from kapi.protowire import MessageWriter
+from kapi.encoding.protowire import MessageWriter
 
 __all__ = ["CONTENT_TYPE", "encode_openapi_v2"]
 

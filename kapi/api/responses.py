@@ -8,7 +8,8 @@ from typing import Any, AsyncIterator
 import orjson
 import yaml
 
-from kapi import errors, protobuf
+from kapi import errors
+from kapi.encoding import protobuf
 from kapi.api.negotiate import JSON, PROTOBUF, YAML, Output
 
 Obj = dict[str, Any]

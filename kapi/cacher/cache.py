@@ -19,7 +19,8 @@ from typing import Callable, Iterator, Sequence
 import orjson
 import trio
 
-from kapi import codec, errors
+from kapi import errors
+from kapi.encoding import codec
 from kapi._fast import EventRing
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.metrics import Metrics

@@ -10,7 +10,7 @@ import orjson
 import trio
 
 from kapi._fast import bookmark_line, watch_line
-from kapi import protobuf
+from kapi.encoding import protobuf
 from kapi.object.schema import Schema
 from kapi.object.selectors import FieldSelector, LabelSelector
 from kapi.cacher.store import CacheEvent, Entry

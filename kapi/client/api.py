@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import orjson
 
-from kapi import errors, protobuf
+from kapi import errors
+from kapi.encoding import protobuf
 from kapi.object.schema import Schema, load_builtin
 
 from kapi.client.config import ClientConfig

@@ -19,7 +19,9 @@ from typing import Any, AsyncIterator, Callable, Iterable
 import orjson
 import trio
 
-from kapi import codec, errors, protobuf
+from kapi import errors
+from kapi.encoding import codec
+from kapi.encoding import protobuf
 from kapi.object import meta
 from kapi.object.defaults import apply_defaults
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue

@@ -14,7 +14,7 @@ from kapi.config import Config
 from kapi.controllers import GarbageCollector, NamespaceController
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.server import _bootstrap, build_app
+from kapi.server.serve import _bootstrap, build_app
 from kapi.storage.memory import MemoryStorage
 
 TOKEN = "test-admin-token"

@@ -433,7 +433,7 @@ async def test_graceful_pod_delete_on_a_node(api: Api, pod_json: dict) -> None: 
 
 
 async def test_deletecollection_answers_in_yaml_and_protobuf(api: Api) -> None:
-    from kapi import protobuf
+    from kapi.encoding import protobuf
     from kapi.object.schema import load_builtin
 
     for name in ("y1", "p1"):

@@ -12,7 +12,7 @@ from kapi.api.app import App, Health
 from kapi.config import Config
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.server import _bootstrap, build_app
+from kapi.server.serve import _bootstrap, build_app
 from kapi.controllers import NamespaceController
 from kapi.storage.memory import MemoryStorage
 

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import trio
 
-from kapi import codec
+from kapi.encoding import codec
 from kapi.cacher.cache import Cacher
 from kapi.metrics import Metrics
 from kapi.registry.resources import Resource, ResourceTable

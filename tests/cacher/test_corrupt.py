@@ -16,7 +16,8 @@ import orjson
 import pytest
 import trio
 
-from kapi import codec, errors
+from kapi import errors
+from kapi.encoding import codec
 from kapi.controllers import GarbageCollector, NamespaceController
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from kapi import codec, errors
+from kapi import errors
+from kapi.encoding import codec
 from kapi.controllers import GarbageCollector, _may_need_collecting
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics

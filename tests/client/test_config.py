@@ -24,7 +24,7 @@ from kapi.client.config import (
     load_incluster_config,
     load_kubeconfig,
 )
-from kapi.pki import Pki, ensure_pki
+from kapi.server.pki import Pki, ensure_pki
 
 from ..e2e.conftest import start_server, stop_server
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kapi import protobuf
+from kapi.encoding import protobuf
 from kapi.object.schema import load_builtin
 
 from .conftest import Kubectl, Server

@@ -16,8 +16,9 @@ import pytest
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from kapi.https import ConnectionLimits, PeerCertificates, serve_https
-from kapi.pki import ensure_pki
+from kapi.chain.authn import PeerCertificates
+from kapi.server.https import ConnectionLimits, serve_https
+from kapi.server.pki import ensure_pki
 
 WAIT_S = 20  # far beyond every deadline below: only a connection nobody closes reaches it
 

@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from kapi.protobuf import Codec
+from kapi.encoding.protobuf import Codec
 from kapi.object.schema import Schema, load_builtin
 
 

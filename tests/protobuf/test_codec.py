@@ -12,8 +12,9 @@ from tests.e2e.conftest import kubectl_path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kapi import errors, protobuf
-from kapi.protobuf import Codec
+from kapi import errors
+from kapi.encoding import protobuf
+from kapi.encoding.protobuf import Codec
 from kapi.object.schema import Schema
 
 from . import capture, objects

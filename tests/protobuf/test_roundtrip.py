@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kapi import protobuf
-from kapi.protobuf import Codec
+from kapi.encoding import protobuf
+from kapi.encoding.protobuf import Codec
 from kapi.object.schema import Schema
 
 from . import objects

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kapi import errors
-from kapi.protowire import MessageWriter
+from kapi.encoding.protowire import MessageWriter
 
 from .conftest import load_twin
 

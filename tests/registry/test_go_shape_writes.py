@@ -92,7 +92,7 @@ async def test_configmap_is_unchanged(api: Api) -> None:
 async def test_object_stored_before_go_shape_keeps_its_generation_on_a_label_patch(api: Api) -> None:
     """An object stored without Go's shape (an older kapi wrote it) takes it on its next write, and
     that write is not mistaken for a spec change."""
-    from kapi import codec
+    from kapi.encoding import codec
 
     res = api.registry.table.get("apps", "v1", "deployments")
     assert res is not None

@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
-from kapi import codec
+from kapi.encoding import codec
 from kapi.storage.sqlite import _SCHEMA
 
 

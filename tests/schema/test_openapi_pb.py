@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from kapi import errors
 from kapi.api.openapi import OpenAPIDocuments, ServedResource
 from kapi.api.openapi_pb import CONTENT_TYPE, encode_openapi_v2
-from kapi.protowire import FIXED64, LEN, VARINT, MessageWriter, encode_varint, fields_by_number, iter_fields
+from kapi.encoding.protowire import (FIXED64, LEN, VARINT, MessageWriter, encode_varint, fields_by_number,
+    iter_fields)
 from kapi.object.schema import load_builtin
 
 # ---------------------------------------------------------------- the schema, from OpenAPIv2.proto

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kapi.api.tables import human_duration
+from kapi.encoding.tables import human_duration
 
 M, H, D, Y = 60, 3600, 86400, 365 * 86400
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kapi.api.tables import build_object_table, build_table, table_columns, table_row
+from kapi.encoding.tables import build_object_table, build_table, table_columns, table_row
 from kapi.errors import BadRequest
 
 POD = json.loads((Path(__file__).parent.parent / "fixtures" / "pod.json").read_text())

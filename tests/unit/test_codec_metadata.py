@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kapi import codec
+from kapi.encoding import codec
 
 POD = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "pod.json").read_text())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio
 
-from kapi.server import compact_periodically
+from kapi.server.serve import compact_periodically
 from kapi.storage.memory import MemoryStorage
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kapi import errors
-from kapi.auth.authn import User
+from kapi.chain.authn import User
 
 MODES = ("AlwaysAllow", "AlwaysDeny")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hmac
 from dataclasses import dataclass, field
+from typing import Any
 
 from cryptography import x509
 from cryptography.x509.oid import NameOID
@@ -68,3 +69,15 @@ def user_from_certificate(der: bytes) -> User:
     if not cn:
         raise errors.Unauthorized("Unauthorized")
     return User(str(cn[0]), groups=tuple(str(o) for o in orgs) + ("system:authenticated",))
+
+
+@dataclass
+class PeerCertificates:
+    """Verified client certificates (DER) of the open connections, by client (host, port)."""
+
+    by_client: dict[tuple[str, int], bytes] = field(default_factory=dict)
+
+    def get(self, client: Any) -> bytes | None:
+        if not client:
+            return None
+        return self.by_client.get((client[0], client[1]))

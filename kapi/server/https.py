@@ -43,6 +43,7 @@ from hypercorn.typing import ConnectionState
 from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
 
 from kapi import errors
+from kapi.chain.authn import PeerCertificates
 
 log = logging.getLogger("kapi")
 
@@ -62,18 +63,6 @@ class ConnectionLimits:
     read_header_timeout_s: float = READ_HEADER_TIMEOUT_S
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_header_bytes: int = MAX_HEADER_BYTES
-
-
-@dataclass
-class PeerCertificates:
-    """Verified client certificates (DER) of the open connections, by client (host, port)."""
-
-    by_client: dict[tuple[str, int], bytes] = field(default_factory=dict)
-
-    def get(self, client: Any) -> bytes | None:
-        if not client:
-            return None
-        return self.by_client.get((client[0], client[1]))
 
 
 def reason_phrase(code: int) -> bytes:

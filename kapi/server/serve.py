@@ -19,15 +19,15 @@ from kapi.api.app import App, Health
 from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
-from kapi.auth.authn import Authenticator, User, read_token_file
-from kapi.auth.authz import Authorizer
+from kapi.chain.authn import Authenticator, User, read_token_file
+from kapi.chain.authz import Authorizer
 from kapi.cacher.cache import Cacher
-from kapi.codec import release_free_memory
+from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
 from kapi.controllers import GarbageCollector, NamespaceController
-from kapi.https import serve_https
+from kapi.server.https import serve_https
 from kapi.metrics import Metrics
-from kapi.pki import ensure_pki, write_kubeconfig
+from kapi.server.pki import ensure_pki, write_kubeconfig
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
 from kapi.object.schema import load_builtin
