@@ -10,6 +10,7 @@ changed in place.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
@@ -19,8 +20,54 @@ from typing import Any
 from kapi.object.validation import parse_quantity
 
 Obj = dict[str, Any]
+_Defaulter = Callable[[Obj, "Obj | None"], None]
 
-__all__ = ["apply_defaults", "image_pull_policy", "pod_qos_class"]
+__all__ = [
+    "apply_defaults",
+    "default_cluster_role_binding",
+    "default_cron_job",
+    "default_custom_resource_definition",
+    "default_daemon_set",
+    "default_deployment",
+    "default_endpoints",
+    "default_job",
+    "default_namespace",
+    "default_node",
+    "default_persistent_volume",
+    "default_persistent_volume_claim",
+    "default_pod",
+    "default_pod_template",
+    "default_replica_set",
+    "default_replication_controller",
+    "default_role_binding",
+    "default_secret",
+    "default_service",
+    "default_stateful_set",
+    "defaulter",
+    "image_pull_policy",
+    "pod_qos_class",
+]
+
+
+def defaulter(fill: _Defaulter) -> _Defaulter:
+    """A per-kind defaulter (``default_<kind>(obj, old)``) with the rules they all share.
+
+    ``old`` is the stored object on an update; without it the write is taken as
+    a create, which also runs the create-only steps (pod status, service account,
+    priority and tolerations; Job selector generation; the namespace finalizer).
+    An object that was stored already (it has a resourceVersion) is an update
+    whose caller gave no old object: it does not get the create-only steps again.
+    Anything but a JSON object is left alone. A Job's generated selector uses
+    ``metadata.uid``, so set it first.
+    """
+    @functools.wraps(fill)
+    def default(obj: Obj, old: Obj | None = None) -> None:
+        if not isinstance(obj, dict):
+            return
+        if old is None and isinstance(obj.get("metadata"), dict) and obj["metadata"].get("resourceVersion"):
+            old = obj
+        fill(obj, old)
+    return default
 
 
 def _obj(parent: Obj, key: str) -> Obj:
@@ -217,7 +264,8 @@ def _tolerates(tolerations: list[Obj], key: str) -> bool:
     return any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None) for t in tolerations)
 
 
-def _default_pod(pod: Obj, old: Obj | None) -> None:
+@defaulter
+def default_pod(pod: Obj, old: Obj | None) -> None:
     spec = _obj(pod, "spec")
     _default_pod_spec(spec)
     for key in ("containers", "initContainers"):
@@ -261,11 +309,13 @@ def _default_pod(pod: Obj, old: Obj | None) -> None:
         status["qosClass"] = pod_qos_class(pod)
 
 
-def _default_pod_template(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_pod_template(obj: Obj, old: Obj | None) -> None:
     _default_template(obj)
 
 
-def _default_replication_controller(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_replication_controller(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     template = spec.get("template")
     labels = template.get("metadata", {}).get("labels") if isinstance(template, dict) and isinstance(
@@ -284,7 +334,8 @@ def _default_replication_controller(obj: Obj, old: Obj | None) -> None:
 # ------------------------------------------------------------- apps
 
 
-def _default_deployment(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_deployment(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if spec.get("replicas") is None:
         spec["replicas"] = 1
@@ -303,14 +354,16 @@ def _default_deployment(obj: Obj, old: Obj | None) -> None:
     _default_template(spec)
 
 
-def _default_replicaset(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_replica_set(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if spec.get("replicas") is None:
         spec["replicas"] = 1
     _default_template(spec)
 
 
-def _default_daemonset(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_daemon_set(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     strategy = _obj(spec, "updateStrategy")
     if _unset(strategy, "type"):
@@ -326,7 +379,8 @@ def _default_daemonset(obj: Obj, old: Obj | None) -> None:
     _default_template(spec)
 
 
-def _default_statefulset(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_stateful_set(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if _unset(spec, "podManagementPolicy"):
         spec["podManagementPolicy"] = "OrderedReady"
@@ -350,13 +404,14 @@ def _default_statefulset(obj: Obj, old: Obj | None) -> None:
         # embedded claims are full PersistentVolumeClaims, type meta and status included
         claim.setdefault("apiVersion", "v1")
         claim.setdefault("kind", "PersistentVolumeClaim")
-        _default_pvc(claim, None)
+        default_persistent_volume_claim(claim, None)
 
 
 # ------------------------------------------------------------- batch
 
 
-def _default_job(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_job(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if spec.get("completions") is None and spec.get("parallelism") is None:
         spec["completions"] = 1
@@ -402,7 +457,8 @@ def _generate_job_selector(obj: Obj, spec: Obj, template: Obj) -> None:
     match_labels.setdefault("batch.kubernetes.io/controller-uid", uid)
 
 
-def _default_cronjob(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_cron_job(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if _unset(spec, "concurrencyPolicy"):
         spec["concurrencyPolicy"] = "Allow"
@@ -451,7 +507,8 @@ def _patch_allocated_values(spec: Obj, old_spec: Obj) -> None:
             spec["healthCheckNodePort"] = old_spec["healthCheckNodePort"]
 
 
-def _default_service(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_service(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if old is not None and isinstance(old.get("spec"), dict):
         _patch_allocated_values(spec, old["spec"])
@@ -508,12 +565,14 @@ def _default_service_ips(spec: Obj) -> None:
 # ------------------------------------------------------------- other core kinds
 
 
-def _default_secret(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_secret(obj: Obj, old: Obj | None) -> None:
     if _unset(obj, "type"):
         obj["type"] = "Opaque"
 
 
-def _default_namespace(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_namespace(obj: Obj, old: Obj | None) -> None:
     md = _obj(obj, "metadata")
     name = md.get("name")
     if isinstance(name, str) and name:
@@ -529,7 +588,8 @@ def _default_namespace(obj: Obj, old: Obj | None) -> None:
             spec["finalizers"] = finalizers + ["kubernetes"]
 
 
-def _default_node(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_node(obj: Obj, old: Obj | None) -> None:
     status = obj.get("status")
     if isinstance(status, dict) and isinstance(status.get("capacity"), dict) and status.get("allocatable") is None:
         status["allocatable"] = dict(status["capacity"])
@@ -540,14 +600,16 @@ def _default_pvc_spec(spec: Obj) -> None:
         spec["volumeMode"] = "Filesystem"
 
 
-def _default_pvc(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_persistent_volume_claim(obj: Obj, old: Obj | None) -> None:
     _default_pvc_spec(_obj(obj, "spec"))
     status = _obj(obj, "status")
     if _unset(status, "phase"):
         status["phase"] = "Pending"
 
 
-def _default_pv(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_persistent_volume(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     if _unset(spec, "persistentVolumeReclaimPolicy"):
         spec["persistentVolumeReclaimPolicy"] = "Retain"
@@ -561,7 +623,8 @@ def _default_pv(obj: Obj, old: Obj | None) -> None:
         status["phase"] = "Pending"
 
 
-def _default_endpoints(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_endpoints(obj: Obj, old: Obj | None) -> None:
     for subset in _dicts(obj.get("subsets")):
         for port in _dicts(subset.get("ports")):
             if _unset(port, "protocol"):
@@ -573,7 +636,7 @@ def _default_endpoints(obj: Obj, old: Obj | None) -> None:
 _RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
-def _default_binding(obj: Obj, old: Obj | None) -> None:
+def _default_binding(obj: Obj) -> None:
     ref = obj.get("roleRef")
     if isinstance(ref, dict) and _unset(ref, "apiGroup"):
         ref["apiGroup"] = _RBAC_GROUP
@@ -584,7 +647,18 @@ def _default_binding(obj: Obj, old: Obj | None) -> None:
             del subject["apiGroup"]
 
 
-def _default_crd(obj: Obj, old: Obj | None) -> None:
+@defaulter
+def default_role_binding(obj: Obj, old: Obj | None) -> None:
+    _default_binding(obj)
+
+
+@defaulter
+def default_cluster_role_binding(obj: Obj, old: Obj | None) -> None:
+    _default_binding(obj)
+
+
+@defaulter
+def default_custom_resource_definition(obj: Obj, old: Obj | None) -> None:
     spec = _obj(obj, "spec")
     names = _obj(spec, "names")
     kind = names.get("kind")
@@ -599,28 +673,26 @@ def _default_crd(obj: Obj, old: Obj | None) -> None:
         conversion["strategy"] = "None"
 
 
-_Defaulter = Callable[[Obj, "Obj | None"], None]
-
 _DEFAULTERS: Mapping[tuple[str, str], _Defaulter] = MappingProxyType({
-    ("", "pods"): _default_pod,
-    ("", "podtemplates"): _default_pod_template,
-    ("", "replicationcontrollers"): _default_replication_controller,
-    ("", "services"): _default_service,
-    ("", "secrets"): _default_secret,
-    ("", "namespaces"): _default_namespace,
-    ("", "nodes"): _default_node,
-    ("", "persistentvolumeclaims"): _default_pvc,
-    ("", "persistentvolumes"): _default_pv,
-    ("", "endpoints"): _default_endpoints,
-    ("apps", "deployments"): _default_deployment,
-    ("apps", "replicasets"): _default_replicaset,
-    ("apps", "daemonsets"): _default_daemonset,
-    ("apps", "statefulsets"): _default_statefulset,
-    ("batch", "jobs"): _default_job,
-    ("batch", "cronjobs"): _default_cronjob,
-    (_RBAC_GROUP, "rolebindings"): _default_binding,
-    (_RBAC_GROUP, "clusterrolebindings"): _default_binding,
-    ("apiextensions.k8s.io", "customresourcedefinitions"): _default_crd,
+    ("", "pods"): default_pod,
+    ("", "podtemplates"): default_pod_template,
+    ("", "replicationcontrollers"): default_replication_controller,
+    ("", "services"): default_service,
+    ("", "secrets"): default_secret,
+    ("", "namespaces"): default_namespace,
+    ("", "nodes"): default_node,
+    ("", "persistentvolumeclaims"): default_persistent_volume_claim,
+    ("", "persistentvolumes"): default_persistent_volume,
+    ("", "endpoints"): default_endpoints,
+    ("apps", "deployments"): default_deployment,
+    ("apps", "replicasets"): default_replica_set,
+    ("apps", "daemonsets"): default_daemon_set,
+    ("apps", "statefulsets"): default_stateful_set,
+    ("batch", "jobs"): default_job,
+    ("batch", "cronjobs"): default_cron_job,
+    (_RBAC_GROUP, "rolebindings"): default_role_binding,
+    (_RBAC_GROUP, "clusterrolebindings"): default_cluster_role_binding,
+    ("apiextensions.k8s.io", "customresourcedefinitions"): default_custom_resource_definition,
 })
 
 
@@ -632,12 +704,6 @@ def apply_defaults(resource: str, group: str, obj: Obj, *, old: Obj | None = Non
     priority and tolerations; Job selector generation; the namespace finalizer).
     A Job's generated selector uses ``metadata.uid``, so set it first.
     """
-    if not isinstance(obj, dict):
-        return
-    if old is None and isinstance(obj.get("metadata"), dict) and obj["metadata"].get("resourceVersion"):
-        # An object that was stored already (an update whose caller gave no old
-        # object) must not get the create-only steps again.
-        old = obj
-    defaulter = _DEFAULTERS.get((group, resource))
-    if defaulter is not None:
-        defaulter(obj, old)
+    default = _DEFAULTERS.get((group, resource))
+    if default is not None:
+        default(obj, old)

@@ -11,6 +11,7 @@ The objects are plain dicts decoded from JSON, with defaults already applied
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import math
@@ -20,23 +21,105 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ParamSpec
 
 from kapi.errors import Cause
 from kapi.object.meta import parse_time_or_none
 
 Obj = dict[str, Any]
+_P = ParamSpec("_P")
 
 __all__ = [
-    "REASON_DUPLICATE", "REASON_FORBIDDEN", "REASON_INVALID", "REASON_NOT_FOUND",
-    "REASON_NOT_SUPPORTED", "REASON_REQUIRED", "REASON_TOO_LONG", "REASON_TOO_MANY",
-    "RULE_DNS1035_LABEL", "RULE_DNS1123_LABEL", "RULE_DNS1123_SUBDOMAIN", "RULE_PATH_SEGMENT",
-    "field_duplicate", "field_forbidden", "field_invalid", "field_not_found",
-    "field_not_supported", "field_required", "field_too_long", "go_quote",
-    "is_config_map_key", "is_dns1035_label", "is_dns1123_label", "is_dns1123_subdomain",
-    "is_namespaced", "is_qualified_name", "is_valid_label_value", "is_valid_path_segment_name",
-    "is_valid_port_name", "is_valid_port_num", "name_rule", "parse_quantity", "validate",
-    "validate_annotations", "validate_labels", "validate_name", "validate_object_meta",
+    "REASON_DUPLICATE",
+    "REASON_FORBIDDEN",
+    "REASON_INVALID",
+    "REASON_NOT_FOUND",
+    "REASON_NOT_SUPPORTED",
+    "REASON_REQUIRED",
+    "REASON_TOO_LONG",
+    "REASON_TOO_MANY",
+    "RULE_DNS1035_LABEL",
+    "RULE_DNS1123_LABEL",
+    "RULE_DNS1123_SUBDOMAIN",
+    "RULE_PATH_SEGMENT",
+    "field_duplicate",
+    "field_forbidden",
+    "field_invalid",
+    "field_not_found",
+    "field_not_supported",
+    "field_required",
+    "field_too_long",
+    "go_quote",
+    "is_config_map_key",
+    "is_dns1035_label",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_namespaced",
+    "is_qualified_name",
+    "is_valid_label_value",
+    "is_valid_path_segment_name",
+    "is_valid_port_name",
+    "is_valid_port_num",
+    "name_rule",
+    "parse_quantity",
+    "unique_causes",
+    "validate",
+    "validate_annotations",
+    "validate_cluster_role",
+    "validate_cluster_role_binding",
+    "validate_cluster_role_binding_update",
+    "validate_cluster_role_update",
+    "validate_config_map",
+    "validate_config_map_update",
+    "validate_controller_revision",
+    "validate_controller_revision_update",
+    "validate_cron_job",
+    "validate_cron_job_update",
+    "validate_custom_resource_definition",
+    "validate_custom_resource_definition_update",
+    "validate_daemon_set",
+    "validate_daemon_set_update",
+    "validate_deployment",
+    "validate_deployment_update",
+    "validate_endpoints",
+    "validate_endpoints_update",
+    "validate_event",
+    "validate_event_update",
+    "validate_events_v1_event",
+    "validate_events_v1_event_update",
+    "validate_job",
+    "validate_job_update",
+    "validate_labels",
+    "validate_lease",
+    "validate_lease_update",
+    "validate_name",
+    "validate_namespace",
+    "validate_namespace_update",
+    "validate_node",
+    "validate_node_update",
+    "validate_object_meta",
+    "validate_persistent_volume",
+    "validate_persistent_volume_claim",
+    "validate_persistent_volume_claim_update",
+    "validate_persistent_volume_update",
+    "validate_pod",
+    "validate_pod_template",
+    "validate_pod_template_update",
+    "validate_pod_update",
+    "validate_replica_set",
+    "validate_replica_set_update",
+    "validate_replication_controller",
+    "validate_replication_controller_update",
+    "validate_role",
+    "validate_role_binding",
+    "validate_role_binding_update",
+    "validate_role_update",
+    "validate_secret",
+    "validate_secret_update",
+    "validate_service",
+    "validate_service_update",
+    "validate_stateful_set",
+    "validate_stateful_set_update",
     "validate_update_meta",
 ]
 
@@ -161,6 +244,18 @@ def _nonnegative(path: str, value: object) -> list[Cause]:
 
 
 # ------------------------------------------------------------- safe access
+
+
+def unique_causes(check: Callable[_P, list[Cause]]) -> Callable[_P, list[Cause]]:
+    """``check`` reporting each identical cause once, in first-seen order.
+
+    Every public per-kind validator (``validate_<kind>``, ``validate_<kind>_update``)
+    wears this, so callers get the causes as a Status reports them.
+    """
+    @functools.wraps(check)
+    def once(*args: _P.args, **kwargs: _P.kwargs) -> list[Cause]:
+        return list(dict.fromkeys(check(*args, **kwargs)))
+    return once
 
 
 def _d(value: object) -> dict[str, Any]:
@@ -562,13 +657,18 @@ def _validate_finalizers(finalizers: object, path: str, *, kube: bool) -> list[C
 
 
 def validate_object_meta(obj: Obj, *, namespaced: bool, name_rule: str | None = None,
+                         core_finalizers: bool | None = None,
                          resource: str = "", group: str = "") -> list[Cause]:
     """``metadata`` of an object on create, as ``ValidateObjectMeta``.
 
-    ``name_rule`` defaults to the rule of ``resource``/``group`` (see ``name_rule()``).
+    ``name_rule`` (a ``RULE_*``) is how ``metadata.name`` is checked; ``core_finalizers``
+    is kube's core rule that unqualified finalizers must be standard ones. Both
+    default to what ``resource``/``group`` has (see ``name_rule()``).
     """
     kind = _KINDS.get((group, resource))
     rule = name_rule or (kind.rule if kind else RULE_DNS1123_SUBDOMAIN)
+    if core_finalizers is None:
+        core_finalizers = bool(kind and kind.core)
     md = _d(obj.get("metadata"))
     errs: list[Cause] = []
     generate_name = _s(md.get("generateName"))
@@ -592,8 +692,7 @@ def validate_object_meta(obj: Obj, *, namespaced: bool, name_rule: str | None = 
     errs.extend(validate_labels(md.get("labels"), "metadata.labels"))
     errs.extend(validate_annotations(md.get("annotations"), "metadata.annotations"))
     errs.extend(_validate_owner_references(md.get("ownerReferences"), "metadata.ownerReferences"))
-    errs.extend(_validate_finalizers(md.get("finalizers"), "metadata.finalizers",
-                                     kube=bool(kind and kind.core)))
+    errs.extend(_validate_finalizers(md.get("finalizers"), "metadata.finalizers", kube=core_finalizers))
     errs.extend(_validate_managed_fields(md.get("managedFields"), "metadata.managedFields"))
     return errs
 
@@ -1442,7 +1541,7 @@ def _validate_pod_spec(spec: Obj, path: str, *, is_pod: bool) -> list[Cause]:
     return errs
 
 
-def _validate_pod_template(template: object, path: str) -> list[Cause]:
+def _validate_pod_template_spec(template: object, path: str) -> list[Cause]:
     """``ValidatePodTemplateSpec``: labels and annotations are reported under ``<path>.labels``."""
     tpl = _d(template)
     md = _d(tpl.get("metadata"))
@@ -1489,7 +1588,8 @@ def _pod_metadata_and_spec(pod: Obj) -> list[Cause]:
     return errs
 
 
-def _pod_create(pod: Obj) -> list[Cause]:
+@unique_causes
+def validate_pod(pod: Obj) -> list[Cause]:
     errs = _pod_metadata_and_spec(pod)
     spec = _d(pod.get("spec"))
     if _l(spec.get("ephemeralContainers")):
@@ -1530,7 +1630,8 @@ def _toleration_key(tol: object) -> object:
     return _prune({k: v for k, v in _d(tol).items() if k != "tolerationSeconds"})
 
 
-def _pod_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_pod_update(new: Obj, old: Obj) -> list[Cause]:
     errs = _pod_metadata_and_spec(new)
     spec, old_spec = _d(new.get("spec")), _d(old.get("spec"))
     for key in ("containers", "initContainers"):
@@ -1578,12 +1679,14 @@ def _pod_update(new: Obj, old: Obj) -> list[Cause]:
     return errs
 
 
-def _pod_template_create(obj: Obj) -> list[Cause]:
-    return _validate_pod_template(obj.get("template"), "template")
+@unique_causes
+def validate_pod_template(obj: Obj) -> list[Cause]:
+    return _validate_pod_template_spec(obj.get("template"), "template")
 
 
-def _pod_template_update(new: Obj, old: Obj) -> list[Cause]:
-    return _pod_template_create(new)
+@unique_causes
+def validate_pod_template_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_pod_template(new)
 
 
 # ------------------------------------------------------------- apps
@@ -1613,7 +1716,7 @@ def _validate_selector_for_template(spec: Obj, path: str, *, what: str) -> list[
 
 def _validate_replica_template(spec: Obj, path: str, kind: str) -> list[Cause]:
     tpath = f"{path}.template"
-    errs = _validate_pod_template(spec.get("template"), tpath)
+    errs = _validate_pod_template_spec(spec.get("template"), tpath)
     pod_spec = _d(_d(spec.get("template")).get("spec"))
     restart = _s(pod_spec.get("restartPolicy"))
     if restart != "Always":
@@ -1688,11 +1791,13 @@ def _selector_immutable(new: Obj, old: Obj) -> list[Cause]:
     return _immutable("spec.selector", selector, before, _go_selector(selector))
 
 
-def _deployment_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_deployment(obj: Obj) -> list[Cause]:
     return _deployment_spec(_d(obj.get("spec")))
 
 
-def _deployment_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_deployment_update(new: Obj, old: Obj) -> list[Cause]:
     return _deployment_spec(_d(new.get("spec"))) + _selector_immutable(new, old)
 
 
@@ -1703,11 +1808,13 @@ def _replicaset_spec(spec: Obj) -> list[Cause]:
     return errs
 
 
-def _replicaset_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_replica_set(obj: Obj) -> list[Cause]:
     return _replicaset_spec(_d(obj.get("spec")))
 
 
-def _replicaset_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_replica_set_update(new: Obj, old: Obj) -> list[Cause]:
     return _replicaset_spec(_d(new.get("spec"))) + _selector_immutable(new, old)
 
 
@@ -1747,11 +1854,13 @@ def _daemonset_spec(spec: Obj) -> list[Cause]:
     return errs
 
 
-def _daemonset_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_daemon_set(obj: Obj) -> list[Cause]:
     return _daemonset_spec(_d(obj.get("spec")))
 
 
-def _daemonset_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_daemon_set_update(new: Obj, old: Obj) -> list[Cause]:
     return _daemonset_spec(_d(new.get("spec"))) + _selector_immutable(new, old)
 
 
@@ -1823,7 +1932,8 @@ def _statefulset_spec(spec: Obj) -> list[Cause]:
     return errs
 
 
-def _statefulset_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_stateful_set(obj: Obj) -> list[Cause]:
     return _statefulset_spec(_d(obj.get("spec")))
 
 
@@ -1831,7 +1941,8 @@ _STATEFULSET_MUTABLE = ("replicas", "ordinals", "template", "updateStrategy",
                         "persistentVolumeClaimRetentionPolicy", "minReadySeconds")
 
 
-def _statefulset_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_stateful_set_update(new: Obj, old: Obj) -> list[Cause]:
     spec, old_spec = _d(new.get("spec")), _d(old.get("spec"))
     errs = _statefulset_spec(spec)
     if not _semantic_equal({k: v for k, v in spec.items() if k not in _STATEFULSET_MUTABLE},
@@ -1843,13 +1954,15 @@ def _statefulset_update(new: Obj, old: Obj) -> list[Cause]:
     return errs
 
 
-def _controller_revision_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_controller_revision(obj: Obj) -> list[Cause]:
     errs = [] if obj.get("data") is not None else [field_required("data", "data is mandatory")]
     return errs + _nonnegative("revision", obj.get("revision"))
 
 
-def _controller_revision_update(new: Obj, old: Obj) -> list[Cause]:
-    return _controller_revision_create(new) + _immutable("data", new.get("data"), old.get("data"))
+@unique_causes
+def validate_controller_revision_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_controller_revision(new) + _immutable("data", new.get("data"), old.get("data"))
 
 
 # ------------------------------------------------------------- core controllers, services
@@ -1869,7 +1982,7 @@ def _replication_controller_spec(spec: Obj) -> list[Cause]:
     if selector and any(_d(labels).get(k) != v for k, v in selector.items()):
         errs.append(field_invalid("spec.template.metadata.labels", _Rendered(_go_map(labels)),
                                   "`selector` does not match template `labels`"))
-    errs.extend(_validate_pod_template(template, "spec.template"))
+    errs.extend(_validate_pod_template_spec(template, "spec.template"))
     pod_spec = _d(template.get("spec"))
     if _s(pod_spec.get("restartPolicy")) != "Always":
         errs.append(field_not_supported("spec.template.spec.restartPolicy", _s(pod_spec.get("restartPolicy")),
@@ -1880,12 +1993,14 @@ def _replication_controller_spec(spec: Obj) -> list[Cause]:
     return errs
 
 
-def _rc_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_replication_controller(obj: Obj) -> list[Cause]:
     return _replication_controller_spec(_d(obj.get("spec")))
 
 
-def _rc_update(new: Obj, old: Obj) -> list[Cause]:
-    return _rc_create(new)
+@unique_causes
+def validate_replication_controller_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_replication_controller(new)
 
 
 def _normalized_service_spec(obj: Obj) -> Obj:
@@ -2074,11 +2189,13 @@ def _service_spec(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _service_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_service(obj: Obj) -> list[Cause]:
     return _service_spec(obj)
 
 
-def _service_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_service_update(new: Obj, old: Obj) -> list[Cause]:
     spec, old_spec = _normalized_service_spec(new), _normalized_service_spec(old)
     errs: list[Cause] = []
     external = "ExternalName" in (spec.get("type"), old_spec.get("type"))
@@ -2110,7 +2227,8 @@ def _service_update(new: Obj, old: Obj) -> list[Cause]:
     return errs + _service_spec(new)
 
 
-def _endpoints_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_endpoints(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
     for i, subset in enumerate(_l(obj.get("subsets"))):
         subset = _d(subset)
@@ -2134,8 +2252,9 @@ def _endpoints_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _endpoints_update(new: Obj, old: Obj) -> list[Cause]:
-    return _endpoints_create(new)
+@unique_causes
+def validate_endpoints_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_endpoints(new)
 
 
 # ------------------------------------------------------------- config
@@ -2149,7 +2268,8 @@ def _b64_len(value: object) -> int:
     return len(text) * 3 // 4 - text.count("=") if text else 0
 
 
-def _configmap_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_config_map(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
     data, binary = _d(obj.get("data")), _d(obj.get("binaryData"))
     total = 0
@@ -2175,11 +2295,13 @@ def _immutable_data(new: Obj, old: Obj, keys: Sequence[str]) -> list[Cause]:
     return errs
 
 
-def _configmap_update(new: Obj, old: Obj) -> list[Cause]:
-    return _immutable_data(new, old, ("data", "binaryData")) + _configmap_create(new)
+@unique_causes
+def validate_config_map_update(new: Obj, old: Obj) -> list[Cause]:
+    return _immutable_data(new, old, ("data", "binaryData")) + validate_config_map(new)
 
 
-def _secret_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_secret(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
     data = _d(obj.get("data"))
     total = 0
@@ -2210,15 +2332,17 @@ def _secret_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _secret_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_secret_update(new: Obj, old: Obj) -> list[Cause]:
     errs = _immutable("type", _s(new.get("type")), _s(old.get("type")))
-    return errs + _immutable_data(new, old, ("data",)) + _secret_create(new)
+    return errs + _immutable_data(new, old, ("data",)) + validate_secret(new)
 
 
 # ------------------------------------------------------------- namespaces, nodes
 
 
-def _namespace_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_namespace(obj: Obj) -> list[Cause]:
     errs: list[Cause] = []
     for name in _l(_d(obj.get("spec")).get("finalizers")):
         name = _s(name)
@@ -2227,7 +2351,8 @@ def _namespace_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _namespace_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_namespace_update(new: Obj, old: Obj) -> list[Cause]:
     return []
 
 
@@ -2255,7 +2380,8 @@ def _node_taints(taints: list[Any]) -> list[Cause]:
     return errs
 
 
-def _node_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_node(obj: Obj) -> list[Cause]:
     spec = _d(obj.get("spec"))
     errs = _node_taints(_l(spec.get("taints")))
     cidrs = [_s(c) for c in _l(spec.get("podCIDRs"))]
@@ -2268,7 +2394,8 @@ def _node_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _node_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_node_update(new: Obj, old: Obj) -> list[Cause]:
     spec, old_spec = _d(new.get("spec")), _d(old.get("spec"))
     errs: list[Cause] = []
     old_cidrs = _l(old_spec.get("podCIDRs"))
@@ -2324,12 +2451,14 @@ def _pvc_spec(spec: Obj, path: str) -> list[Cause]:
     return errs
 
 
-def _pvc_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_persistent_volume_claim(obj: Obj) -> list[Cause]:
     return _pvc_spec(_d(obj.get("spec")), "spec")
 
 
-def _pvc_update(new: Obj, old: Obj) -> list[Cause]:
-    errs = _pvc_create(new)
+@unique_causes
+def validate_persistent_volume_claim_update(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_persistent_volume_claim(new)
     spec, old_spec = dict(_d(new.get("spec"))), dict(_d(old.get("spec")))
     if not _s(old_spec.get("volumeName")):
         old_spec["volumeName"] = spec.get("volumeName")
@@ -2355,7 +2484,8 @@ def _pvc_update(new: Obj, old: Obj) -> list[Cause]:
     return errs
 
 
-def _pv_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_persistent_volume(obj: Obj) -> list[Cause]:
     spec = _d(obj.get("spec"))
     errs: list[Cause] = []
     modes = _l(spec.get("accessModes"))
@@ -2396,8 +2526,9 @@ def _pv_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _pv_update(new: Obj, old: Obj) -> list[Cause]:
-    errs = _pv_create(new)
+@unique_causes
+def validate_persistent_volume_update(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_persistent_volume(new)
     spec, old_spec = _d(new.get("spec")), _d(old.get("spec"))
     source = {k: spec.get(k) for k in _PV_SOURCES}
     old_source = {k: old_spec.get(k) for k in _PV_SOURCES}
@@ -2437,7 +2568,7 @@ def _job_spec_common(spec: Obj, path: str) -> list[Cause]:
         allowed = ("Failed",) if spec.get("podFailurePolicy") is not None else ("Failed", "TerminatingOrFailed")
         if policy not in allowed:
             errs.append(field_not_supported(f"{path}.podReplacementPolicy", policy, allowed))
-    errs.extend(_validate_pod_template(spec.get("template"), f"{path}.template"))
+    errs.extend(_validate_pod_template_spec(spec.get("template"), f"{path}.template"))
     restart = _s(_d(_d(spec.get("template")).get("spec")).get("restartPolicy"))
     rpath = f"{path}.template.spec.restartPolicy"
     if restart in ("Always", ""):
@@ -2474,7 +2605,8 @@ def _has_label(template_md: Obj, key: str, expected: str) -> list[Cause]:
     return []
 
 
-def _job_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_job(obj: Obj) -> list[Cause]:
     spec, md = _d(obj.get("spec")), _d(obj.get("metadata"))
     errs: list[Cause] = []
     if spec.get("manualSelector") is not True:
@@ -2501,7 +2633,8 @@ def _job_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _job_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_job_update(new: Obj, old: Obj) -> list[Cause]:
     spec, old_spec = _d(new.get("spec")), _d(old.get("spec"))
     errs = _job_spec(spec)
     if spec.get("completionMode") == "Indexed" and spec.get("completions") is not None:
@@ -2663,7 +2796,8 @@ def _cronjob_spec(spec: Obj, old_spec: Obj | None) -> list[Cause]:
     return errs
 
 
-def _cronjob_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_cron_job(obj: Obj) -> list[Cause]:
     errs = _cronjob_spec(_d(obj.get("spec")), None)
     name = _s(_d(obj.get("metadata")).get("name"))
     # The controller appends an 11-character suffix and Job names are labels (63).
@@ -2672,7 +2806,8 @@ def _cronjob_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _cronjob_update(new: Obj, old: Obj) -> list[Cause]:
+@unique_causes
+def validate_cron_job_update(new: Obj, old: Obj) -> list[Cause]:
     return _cronjob_spec(_d(new.get("spec")), _d(old.get("spec")))
 
 
@@ -2704,15 +2839,18 @@ def _policy_rules(rules: list[Any], path: str, *, namespaced: bool) -> list[Caus
     return errs
 
 
-def _role_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_role(obj: Obj) -> list[Cause]:
     return _policy_rules(_l(obj.get("rules")), "rules", namespaced=True)
 
 
-def _role_update(new: Obj, old: Obj) -> list[Cause]:
-    return _role_create(new)
+@unique_causes
+def validate_role_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_role(new)
 
 
-def _cluster_role_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_cluster_role(obj: Obj) -> list[Cause]:
     errs = _policy_rules(_l(obj.get("rules")), "rules", namespaced=False)
     aggregation = obj.get("aggregationRule")
     if isinstance(aggregation, dict):
@@ -2725,8 +2863,9 @@ def _cluster_role_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _cluster_role_update(new: Obj, old: Obj) -> list[Cause]:
-    return _cluster_role_create(new)
+@unique_causes
+def validate_cluster_role_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_cluster_role(new)
 
 
 def _go_role_ref(ref: Obj) -> _Rendered:
@@ -2734,7 +2873,7 @@ def _go_role_ref(ref: Obj) -> _Rendered:
                      f"Kind:{go_quote(_s(ref.get('kind')))}, Name:{go_quote(_s(ref.get('name')))}}}")
 
 
-def _binding_create(obj: Obj, *, namespaced: bool) -> list[Cause]:
+def _binding(obj: Obj, *, namespaced: bool) -> list[Cause]:
     errs: list[Cause] = []
     ref = _d(obj.get("roleRef"))
     if _s(ref.get("apiGroup")) != RBAC_GROUP:
@@ -2769,17 +2908,38 @@ def _binding_create(obj: Obj, *, namespaced: bool) -> list[Cause]:
 
 
 def _binding_update(new: Obj, old: Obj, *, namespaced: bool) -> list[Cause]:
-    errs = _binding_create(new, namespaced=namespaced)
+    errs = _binding(new, namespaced=namespaced)
     ref, old_ref = _d(new.get("roleRef")), _d(old.get("roleRef"))
     if any(_s(ref.get(k)) != _s(old_ref.get(k)) for k in ("apiGroup", "kind", "name")):
         errs.append(field_invalid("roleRef", _go_role_ref(ref), "cannot change roleRef"))
     return errs
 
 
+@unique_causes
+def validate_role_binding(obj: Obj) -> list[Cause]:
+    return _binding(obj, namespaced=True)
+
+
+@unique_causes
+def validate_role_binding_update(new: Obj, old: Obj) -> list[Cause]:
+    return _binding_update(new, old, namespaced=True)
+
+
+@unique_causes
+def validate_cluster_role_binding(obj: Obj) -> list[Cause]:
+    return _binding(obj, namespaced=False)
+
+
+@unique_causes
+def validate_cluster_role_binding_update(new: Obj, old: Obj) -> list[Cause]:
+    return _binding_update(new, old, namespaced=False)
+
+
 # ------------------------------------------------------------- events, leases, CRDs
 
 
-def _event_strict(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_events_v1_event(obj: Obj) -> list[Cause]:
     """events.k8s.io Events: strict rules on top of the legacy ones (field names are core's)."""
     md = _d(obj.get("metadata"))
     namespace = _s(md.get("namespace"))
@@ -2840,18 +3000,21 @@ def _event_legacy(obj: Obj, namespace: str, involved: Obj, *, controller_field: 
     return errs
 
 
-def _event_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_event(obj: Obj) -> list[Cause]:
     namespace = _s(_d(obj.get("metadata")).get("namespace"))
     return _event_legacy(obj, namespace, _d(obj.get("involvedObject")), controller_field="reportingComponent",
                          message_key="message", event_time=obj.get("eventTime"))
 
 
-def _event_update(new: Obj, old: Obj) -> list[Cause]:
-    return _event_create(new)
+@unique_causes
+def validate_event_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_event(new)
 
 
-def _events_v1_update(new: Obj, old: Obj) -> list[Cause]:
-    errs = _event_strict(new)
+@unique_causes
+def validate_events_v1_event_update(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_events_v1_event(new)
     for key, path in (("regarding", "involvedObject"), ("reason", "reason"), ("action", "action"),
                       ("reportingController", "reportingController"), ("reportingInstance", "reportingInstance"),
                       ("eventTime", "eventTime"), ("type", "type")):
@@ -2859,7 +3022,8 @@ def _events_v1_update(new: Obj, old: Obj) -> list[Cause]:
     return errs
 
 
-def _lease_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_lease(obj: Obj) -> list[Cause]:
     spec = _d(obj.get("spec"))
     errs: list[Cause] = []
     duration = _i(spec.get("leaseDurationSeconds"))
@@ -2871,11 +3035,13 @@ def _lease_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _lease_update(new: Obj, old: Obj) -> list[Cause]:
-    return _lease_create(new)
+@unique_causes
+def validate_lease_update(new: Obj, old: Obj) -> list[Cause]:
+    return validate_lease(new)
 
 
-def _crd_create(obj: Obj) -> list[Cause]:
+@unique_causes
+def validate_custom_resource_definition(obj: Obj) -> list[Cause]:
     spec = _d(obj.get("spec"))
     names = _d(spec.get("names"))
     errs: list[Cause] = []
@@ -2943,8 +3109,9 @@ def _crd_create(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _crd_update(new: Obj, old: Obj) -> list[Cause]:
-    errs = _crd_create(new)
+@unique_causes
+def validate_custom_resource_definition_update(new: Obj, old: Obj) -> list[Cause]:
+    errs = validate_custom_resource_definition(new)
     spec, old_spec = _d(new.get("spec")), _d(old.get("spec"))
     errs.extend(_immutable("spec.group", _s(spec.get("group")), _s(old_spec.get("group"))))
     errs.extend(_immutable("spec.names.plural", _s(_d(spec.get("names")).get("plural")),
@@ -2958,34 +3125,32 @@ _Create = Callable[[Obj], list[Cause]]
 _Update = Callable[[Obj, Obj], list[Cause]]
 
 _STRATEGIES: Mapping[tuple[str, str], tuple[_Create, _Update]] = MappingProxyType({
-    ("", "pods"): (_pod_create, _pod_update),
-    ("", "podtemplates"): (_pod_template_create, _pod_template_update),
-    ("", "replicationcontrollers"): (_rc_create, _rc_update),
-    ("", "services"): (_service_create, _service_update),
-    ("", "endpoints"): (_endpoints_create, _endpoints_update),
-    ("", "configmaps"): (_configmap_create, _configmap_update),
-    ("", "secrets"): (_secret_create, _secret_update),
-    ("", "namespaces"): (_namespace_create, _namespace_update),
-    ("", "nodes"): (_node_create, _node_update),
-    ("", "persistentvolumeclaims"): (_pvc_create, _pvc_update),
-    ("", "persistentvolumes"): (_pv_create, _pv_update),
-    ("", "events"): (_event_create, _event_update),
-    ("events.k8s.io", "events"): (_event_strict, _events_v1_update),
-    ("apps", "deployments"): (_deployment_create, _deployment_update),
-    ("apps", "replicasets"): (_replicaset_create, _replicaset_update),
-    ("apps", "daemonsets"): (_daemonset_create, _daemonset_update),
-    ("apps", "statefulsets"): (_statefulset_create, _statefulset_update),
-    ("apps", "controllerrevisions"): (_controller_revision_create, _controller_revision_update),
-    ("batch", "jobs"): (_job_create, _job_update),
-    ("batch", "cronjobs"): (_cronjob_create, _cronjob_update),
-    ("coordination.k8s.io", "leases"): (_lease_create, _lease_update),
-    (RBAC_GROUP, "roles"): (_role_create, _role_update),
-    (RBAC_GROUP, "clusterroles"): (_cluster_role_create, _cluster_role_update),
-    (RBAC_GROUP, "rolebindings"): (lambda o: _binding_create(o, namespaced=True),
-                                   lambda n, o: _binding_update(n, o, namespaced=True)),
-    (RBAC_GROUP, "clusterrolebindings"): (lambda o: _binding_create(o, namespaced=False),
-                                          lambda n, o: _binding_update(n, o, namespaced=False)),
-    ("apiextensions.k8s.io", "customresourcedefinitions"): (_crd_create, _crd_update),
+    ("", "pods"): (validate_pod, validate_pod_update),
+    ("", "podtemplates"): (validate_pod_template, validate_pod_template_update),
+    ("", "replicationcontrollers"): (validate_replication_controller, validate_replication_controller_update),
+    ("", "services"): (validate_service, validate_service_update),
+    ("", "endpoints"): (validate_endpoints, validate_endpoints_update),
+    ("", "configmaps"): (validate_config_map, validate_config_map_update),
+    ("", "secrets"): (validate_secret, validate_secret_update),
+    ("", "namespaces"): (validate_namespace, validate_namespace_update),
+    ("", "nodes"): (validate_node, validate_node_update),
+    ("", "persistentvolumeclaims"): (validate_persistent_volume_claim, validate_persistent_volume_claim_update),
+    ("", "persistentvolumes"): (validate_persistent_volume, validate_persistent_volume_update),
+    ("", "events"): (validate_event, validate_event_update),
+    ("events.k8s.io", "events"): (validate_events_v1_event, validate_events_v1_event_update),
+    ("apps", "deployments"): (validate_deployment, validate_deployment_update),
+    ("apps", "replicasets"): (validate_replica_set, validate_replica_set_update),
+    ("apps", "daemonsets"): (validate_daemon_set, validate_daemon_set_update),
+    ("apps", "statefulsets"): (validate_stateful_set, validate_stateful_set_update),
+    ("apps", "controllerrevisions"): (validate_controller_revision, validate_controller_revision_update),
+    ("batch", "jobs"): (validate_job, validate_job_update),
+    ("batch", "cronjobs"): (validate_cron_job, validate_cron_job_update),
+    ("coordination.k8s.io", "leases"): (validate_lease, validate_lease_update),
+    (RBAC_GROUP, "roles"): (validate_role, validate_role_update),
+    (RBAC_GROUP, "clusterroles"): (validate_cluster_role, validate_cluster_role_update),
+    (RBAC_GROUP, "rolebindings"): (validate_role_binding, validate_role_binding_update),
+    (RBAC_GROUP, "clusterrolebindings"): (validate_cluster_role_binding, validate_cluster_role_binding_update),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): (validate_custom_resource_definition, validate_custom_resource_definition_update),
 })
 
 
@@ -2999,11 +3164,4 @@ def validate(resource: str, group: str, obj: Obj, old: Obj | None = None) -> lis
     strategy = _STRATEGIES.get((group, resource))
     if strategy is None:
         return []
-    causes = strategy[0](obj) if old is None else strategy[1](obj, old)
-    unique: list[Cause] = []
-    seen: set[Cause] = set()
-    for cause in causes:
-        if cause not in seen:
-            seen.add(cause)
-            unique.append(cause)
-    return unique
+    return strategy[0](obj) if old is None else strategy[1](obj, old)
