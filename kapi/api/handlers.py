@@ -18,7 +18,7 @@ from kapi._fast import list_body
 from kapi.chain.authn import User
 from kapi.chain.authz import Authorizer
 from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
-from kapi.object.managedfields import manager_name
+from kapi.object.managedfields.entries import manager_name
 from kapi.object.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import DeleteOptions, ListPage, Registry, WriteOptions

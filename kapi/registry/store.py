@@ -25,7 +25,7 @@ from kapi.encoding import protobuf
 from kapi.object import meta
 from kapi.object.defaults import apply_defaults
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
-from kapi.object.managedfields import reset_fields_for, update_managed_fields
+from kapi.object.managedfields.update import reset_fields_for, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector,
     parse_label_selector, selectable_fields)

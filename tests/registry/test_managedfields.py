@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from kapi.object.managedfields import (ANCIENT_CHANGES_MANAGER, FieldSet, PathElement, compare,
-    decode_managed_fields, field_set_of, fields_v1, manager_name, parse_fields_v1, prefix_from_user_agent,
-    reset_fields_for, update_managed_fields)
+from kapi.object.managedfields.compare import compare, field_set_of
+from kapi.object.managedfields.entries import decode_managed_fields, manager_name, prefix_from_user_agent
+from kapi.object.managedfields.fieldpath import FieldSet, PathElement, fields_v1, parse_fields_v1
+from kapi.object.managedfields.update import ANCIENT_CHANGES_MANAGER, reset_fields_for, update_managed_fields
 from kapi.object.schema import Schema, load_builtin
 
 DEPLOY = ("apps", "v1", "Deployment")

@@ -1,0 +1,216 @@
+"""How structured-merge-diff sees each node of an object, read from the schema.
+
+A ``Shape`` is scalar, atomic, struct, map, list (a list-map with keys, or a set) or deduced
+(free-form); ``resolve`` turns a schema field into one (kube's OpenAPI-to-SMD conversion) and
+``children`` / ``list_items`` give a node's children as Go's decoder would see them (omitempty,
+value structs, the zero object a create is compared against).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kapi.object.managedfields.fieldpath import PathElement
+from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
+
+__all__ = ["MISSING", "Shape", "as_gvk", "children", "deduce", "has_zero_fields", "list_items", "resolve",
+           "root_shape"]
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How structured-merge-diff sees one node: scalar, atomic, struct, map, list, deduced."""
+
+    kind: str
+    type: TypeDef | None = None
+    elem: FieldDef | None = None
+    keys: tuple[str, ...] = ()  # list-map keys; empty for a set
+
+
+_SCALAR = Shape("scalar")
+_ATOMIC = Shape("atomic")
+_DEDUCED = Shape("deduced")
+_CR_ROOT = Shape("cr_root")  # a kind the schema does not know: typed metadata, the rest deduced
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+# Optional fields of non-pointer struct type: Go writes them out as {} even when unset, so
+# they exist in the zero object kube compares a create against (no "." member for them).
+# Required fields, ObjectMeta fields and a kind's spec/status are handled by rule.
+_VALUE_STRUCT_FIELDS = frozenset({
+    ("DeploymentSpec", "strategy"), ("DaemonSetSpec", "updateStrategy"),
+    ("StatefulSetSpec", "updateStrategy"), ("ReplicaSetSpec", "template"),
+    ("PodTemplate", "template"), ("PodTemplateSpec", "spec"), ("JobTemplateSpec", "spec"),
+    ("Container", "resources"), ("EphemeralContainer", "resources"),
+    ("ContainerStatus", "state"), ("ContainerStatus", "lastState"),
+    ("Event", "source"), ("Event", "deprecatedSource"),
+    ("NodeStatus", "daemonEndpoints"), ("NodeStatus", "nodeInfo"),
+    ("NodeDaemonEndpoints", "kubeletEndpoint"), ("PersistentVolumeClaimSpec", "resources"),
+    ("ServiceStatus", "loadBalancer"), ("IngressStatus", "loadBalancer"),
+    ("LimitedPriorityLevelConfiguration", "limitResponse"),
+    ("CustomResourceDefinitionStatus", "acceptedNames"),
+    ("TokenReviewStatus", "user"), ("SelfSubjectReviewStatus", "userInfo"),
+    ("ObjectMeta", "creationTimestamp"),
+})
+
+
+def root_shape(schema: Schema, gvk: GVK) -> Shape:
+    t = schema.type_for(gvk.group, gvk.version, gvk.kind)
+    if t is None:
+        return _CR_ROOT
+    return _type_shape(t, "")
+
+
+def _type_shape(t: TypeDef, map_type: str) -> Shape:
+    if t.type == "object":
+        if t.map_type == "atomic" or map_type == "atomic":
+            return _ATOMIC
+        return Shape("struct", type=t) if t.fields else _DEDUCED
+    return _DEDUCED if t.type == "any" else _SCALAR
+
+
+def resolve(schema: Schema, f: FieldDef | None) -> Shape:
+    """The shape of a field, list item or map value (kube's OpenAPI-to-SMD conversion)."""
+    if f is None:
+        return _DEDUCED
+    if f.ref:
+        t = schema.get(f.ref)
+        return _DEDUCED if t is None else _type_shape(t, f.map_type)
+    if f.type == "array":
+        relation = f.list_type
+        if not relation:
+            # No list-type: a merge patch strategy makes it associative, anything else is atomic.
+            if "merge" in f.patch_strategies:
+                relation = "map" if f.merge_key else "set"
+            else:
+                relation = "atomic"
+        if relation == "atomic" or f.items is None:
+            return _ATOMIC
+        if relation == "map":
+            keys = f.list_map_keys or ((f.merge_key,) if f.merge_key else ())
+            return Shape("list", elem=f.items, keys=keys)
+        return Shape("list", elem=f.items)
+    if f.type == "object":
+        if f.map_type == "atomic":
+            return _ATOMIC
+        return Shape("map", elem=f.values) if f.values is not None else _DEDUCED
+    return _DEDUCED if f.type == "any" else _SCALAR
+
+
+def _zero_present(t: TypeDef, f: FieldDef) -> bool:
+    """True if Go's zero value of ``t`` still carries ``f`` (not omitempty, or a value struct)."""
+    if f.required or f.ref == _OBJECT_META:
+        return True
+    if t.gvks and f.name in ("spec", "status") and f.ref:
+        return True
+    return (t.name.rsplit(".", 1)[-1], f.name) in _VALUE_STRUCT_FIELDS
+
+
+def has_zero_fields(t: TypeDef) -> bool:
+    """True if Go's zero value of ``t`` carries some field, so it never reads as empty."""
+    return any(_zero_present(t, f) for f in t.fields.values())
+
+
+def _zero(schema: Schema, f: FieldDef) -> Any:
+    """Go's zero value of a field as JSON: {} for structs, "" / 0 / false, else null."""
+    if f.ref:
+        t = schema.get(f.ref)
+        if t is not None and t.type == "object" and t.fields:
+            return {}
+        if t is not None and t.type == "int-or-string":
+            return 0
+        if t is not None and t.type == "quantity":
+            return "0"
+        return None  # Time and other named scalars write null
+    return {"string": "", "integer": 0, "number": 0, "boolean": False}.get(f.type) if f.required else None
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()  # a field or item absent on one side (unlike null)
+
+
+def _field_value(schema: Schema, t: TypeDef, f: FieldDef, container: dict[str, Any] | None) -> Any:
+    """A struct field's value as Go sees it: omitempty drops empties, value structs always exist."""
+    if container is None:
+        return MISSING
+    v = container.get(f.name, MISSING)
+    if not f.required:
+        if v is None:
+            v = MISSING
+        elif isinstance(v, (list, dict)) and not v and not f.ref and f.type in ("array", "object"):
+            v = MISSING
+    if v is MISSING and _zero_present(t, f):
+        v = _zero(schema, f)
+    return v
+
+
+def children(schema: Schema, shape: Shape, lmap: dict[str, Any] | None,
+              rmap: dict[str, Any] | None) -> Iterator[tuple[str, Shape, Any, Any]]:
+    """(key, shape, left value, right value) of every child of a struct or map node."""
+    names = dict.fromkeys([*(lmap or ()), *(rmap or ())])
+    t = shape.type
+    if shape.kind == "struct" and t is not None:
+        for f in t.fields.values():
+            if _zero_present(t, f):
+                names.setdefault(f.name)
+    for name in names:
+        if shape.kind == "struct" and t is not None:
+            f = t.field(name)
+            if f is not None:
+                yield (name, resolve(schema, f), _field_value(schema, t, f, lmap),
+                       _field_value(schema, t, f, rmap))
+                continue
+            # Undeclared field: kube's decoder would have dropped it; treat it as free-form.
+            child = _DEDUCED
+        elif shape.kind == "map":
+            child = resolve(schema, shape.elem)
+        elif shape.kind == "cr_root" and name == "metadata":
+            meta = schema.get(_OBJECT_META)
+            child = _type_shape(meta, "") if meta is not None else _DEDUCED
+        else:
+            child = _DEDUCED
+        yield (name, child, (lmap or {}).get(name, MISSING), (rmap or {}).get(name, MISSING))
+
+
+def _item_element(shape: Shape, item: Any) -> PathElement | None:
+    """The path element of a list item, or None when the item cannot be named."""
+    if shape.keys:
+        if not isinstance(item, dict) or any(k not in item for k in shape.keys):
+            return None
+        return PathElement.of_key({k: item[k] for k in shape.keys})
+    if item is None or isinstance(item, (dict, list)):
+        return None
+    return PathElement.of_value(item)
+
+
+def list_items(shape: Shape, items: list[Any] | None) -> dict[PathElement, Any]:
+    """A keyed list or set by the path element of each nameable item."""
+    out: dict[PathElement, Any] = {}
+    for item in items or ():
+        pe = _item_element(shape, item)
+        if pe is not None:
+            out.setdefault(pe, item)  # a repeated key keeps its first item
+    return out
+
+
+def deduce(lhs: Any, rhs: Any) -> str:
+    """The kind a free-form node takes: a granular map, a leaf, or both when the sides differ."""
+    ldict, rdict = isinstance(lhs, dict), isinstance(rhs, dict)
+    if ldict or rdict:
+        other = rhs if ldict else lhs
+        if ldict and rdict or other is None or other is MISSING:
+            return "dmap"
+        return "mixed"
+    return "scalar"
+
+
+def as_gvk(gvk: GVK | tuple[str, str, str]) -> GVK:
+    """A GVK from a ``(group, version, kind)`` tuple."""
+    return gvk if isinstance(gvk, GVK) else GVK(*gvk)

@@ -1,0 +1,179 @@
+"""The managedFields of a create, update or patch (kube's field manager for non-apply writes).
+
+``update_managed_fields`` runs the Update pipeline: decode live or request entries, skip
+untracked objects, compare, reset fields, strip metadata, move ownership, cap the Update
+managers, encode and sort. ``reset_fields_for`` gives the fields a strategy resets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kapi.object.managedfields.compare import compare
+from kapi.object.managedfields.entries import (Managed, ManagerKey, VersionedSet, decode_managed_fields,
+                                               encode_managed_fields, normalize_time, unix_seconds)
+from kapi.object.managedfields.fieldpath import FieldSet, make_path
+from kapi.object.managedfields.shape import as_gvk
+from kapi.object.schema import GVK, Schema
+
+__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "reset_fields_for", "update_managed_fields"]
+
+MAX_UPDATE_MANAGERS = 10
+ANCIENT_CHANGES_MANAGER = "ancient-changes"
+
+
+def _is_reset(entries: Any) -> bool:
+    """A request resets managedFields with ``[]`` or ``[{}]``."""
+    if not isinstance(entries, list):
+        return False
+    if not entries:
+        return True
+    return len(entries) == 1 and isinstance(entries[0], dict) and all(
+        v is None or v == "" for v in entries[0].values())
+
+
+def _decode_or_empty(entries: Any) -> Managed:
+    try:
+        return decode_managed_fields(entries)
+    except ValueError:
+        return Managed()
+
+
+def _metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    md = obj.get("metadata") if obj is not None else None
+    return md if isinstance(md, dict) else {}
+
+
+def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(obj)
+    md = out.get("metadata")
+    if isinstance(md, dict) and "managedFields" in md:
+        out["metadata"] = {k: v for k, v in md.items() if k != "managedFields"}
+    return out
+
+
+# Paths no manager ever owns (stripMetaManager); only these exact paths, not their children.
+_STRIPPED = FieldSet(make_path(p) for p in (
+    ("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("metadata", "namespace"),
+    ("metadata", "creationTimestamp"), ("metadata", "selfLink"), ("metadata", "uid"),
+    ("metadata", "clusterName"), ("metadata", "generation"), ("metadata", "managedFields"),
+    ("metadata", "resourceVersion"),
+))
+
+
+def reset_fields_for(*, has_status: bool, subresource: str = "") -> tuple[tuple[str, ...], ...]:
+    """The fields a write cannot change, which kube's strategies declare (GetResetFields).
+
+    The main resource of a kind with a status subresource resets ``status``; the status
+    subresource resets ``spec``. Some kinds reset more (deployments' status also resets
+    ``metadata.labels``, pods' ``metadata.deletionTimestamp`` and ``ownerReferences``).
+    """
+    if subresource == "status":
+        return (("spec",),)
+    if not subresource and has_status:
+        return (("status",),)
+    return ()
+
+
+def _cap_update_managers(managed: Managed, maximum: int) -> None:
+    """Merge the oldest Update entries into ``ancient-changes`` buckets (capManagersManager)."""
+    updaters = [k for k, vs in managed.fields.items() if not vs.applied]
+    if len(updaters) <= maximum:
+        return
+    updaters.sort(key=lambda k: (unix_seconds(managed.times.get(k)), k.identifier))
+    first_of_version: dict[str, ManagerKey] = {}
+    length = len(updaters)
+    for key in updaters:
+        if length <= maximum:
+            break
+        vs = managed.fields.get(key)
+        if vs is None:
+            continue
+        time = managed.times.get(key)
+        bucket = ManagerKey(ANCIENT_CHANGES_MANAGER, "Update", vs.api_version)
+        first = first_of_version.get(vs.api_version)
+        if first is None:
+            first_of_version[vs.api_version] = key
+            continue
+        if bucket not in managed.fields and first in managed.fields:
+            managed.fields[bucket] = managed.fields.pop(first)
+        previous = managed.fields.get(bucket)
+        merged = vs.fields | previous.fields if previous is not None else vs.fields
+        managed.fields[bucket] = VersionedSet(merged, vs.api_version, vs.applied)
+        # As in kube, the merged entry is deleted even when it is the bucket itself.
+        del managed.fields[key]
+        length -= 1
+        managed.times[bucket] = time
+
+
+def update_managed_fields(
+    schema: Schema,
+    gvk: GVK | tuple[str, str, str],
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any],
+    *,
+    manager: str,
+    operation: str = "Update",
+    subresource: str = "",
+    api_version: str = "",
+    now: str,
+    reset_fields: Iterable[Sequence[str]] = (),
+) -> list[dict[str, Any]]:
+    """The managedFields kube-apiserver records for a create/update/patch (not apply).
+
+    ``old`` is the stored object (None on create), ``new`` the object about to be stored,
+    carrying the managedFields the request sent (or the stored ones after a patch).
+    ``manager`` is the fieldManager, already defaulted from the User-Agent
+    (``manager_name``); ``api_version`` defaults to the gvk's. ``now`` is an RFC 3339
+    time. ``reset_fields`` are paths the strategy resets (``reset_fields_for``).
+    An empty result means the object carries no managedFields.
+    """
+    if operation != "Update":
+        raise ValueError(f"unsupported operation {operation!r}: only Update is tracked here")
+    gvk = as_gvk(gvk)
+    api_version = api_version or gvk.api_version
+    manager = manager or "unknown"
+    live_entries = _metadata(old).get("managedFields")
+
+    # decodeLiveOrNew: a subresource never sets managedFields; a request may reset them
+    # with [] or [{}]; undecodable or absent request entries fall back to the stored ones.
+    if subresource:
+        managed = _decode_or_empty(live_entries)
+    elif _is_reset(_metadata(new).get("managedFields")):
+        managed = Managed()
+    else:
+        try:
+            managed = decode_managed_fields(_metadata(new).get("managedFields"))
+        except ValueError:
+            managed = Managed()
+        if not managed.fields:
+            managed = _decode_or_empty(live_entries)
+
+    # skipNonApplied: an existing object without managedFields stays untracked.
+    if not managed.fields and _metadata(old).get("uid"):
+        return []
+
+    diff = compare(schema, gvk, _without_managed_fields(old or {}), _without_managed_fields(new))
+    reset = FieldSet(make_path(p) for p in reset_fields)
+    diff = diff.filtered(reset)
+
+    # Ownership moves: whatever this write changed or removed leaves every earlier owner.
+    taken = diff.modified | diff.added
+    for key, vs in list(managed.fields.items()):
+        remaining = vs.fields - taken - diff.removed
+        if remaining:
+            managed.fields[key] = VersionedSet(remaining, vs.api_version, vs.applied)
+        else:
+            del managed.fields[key]
+
+    current = (diff.modified | diff.added) - diff.removed - _STRIPPED
+    if current:
+        key = ManagerKey(manager, "Update", api_version, subresource)
+        previous = managed.fields.get(key)
+        merged = current | previous.fields if previous is not None else current
+        managed.fields[key] = VersionedSet(merged, api_version)
+        managed.times[key] = normalize_time(now)
+
+    _cap_update_managers(managed, MAX_UPDATE_MANAGERS)
+    return encode_managed_fields(managed)
