@@ -18,7 +18,8 @@ import trio
 from kapi import errors
 from kapi.object.listopts import ListOptions
 from kapi.registry.resources import Resource
-from kapi.registry.store import DeleteOptions, Registry, WriteOptions
+from kapi.registry.deletion import DeleteOptions
+from kapi.registry.store import Registry, WriteOptions
 
 log = logging.getLogger("kapi.controllers")
 Obj = dict[str, Any]

@@ -21,7 +21,9 @@ from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
 from kapi.object.managedfields.entries import manager_name
 from kapi.object.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from kapi.registry.resources import Resource, ResourceTable
-from kapi.registry.store import DeleteOptions, ListPage, Registry, WriteOptions
+from kapi.registry.deletion import DeleteOptions
+from kapi.registry.listing import ListPage
+from kapi.registry.store import Registry, WriteOptions
 from kapi.object.schema import Schema, prune_unknown_fields, unknown_fields
 from kapi.object.validation import field_invalid
 from kapi.api import negotiate

@@ -1,97 +1,53 @@
-"""Generic CRUD over storage for every table-driven resource.
+"""The Registry: the one facade over storage the handlers and the server call, and its CRUD.
 
-Owns the object semantics of SEMANTICS §5: system metadata, generation,
-preconditions, optimistic concurrency, graceful deletion and finalizers,
-status and scale subresources; and it turns ``StorageError`` into API errors.
+Owns the object semantics of SEMANTICS §5 for create and update: system metadata, generation,
+preconditions, optimistic concurrency, status subresources; decoding what storage holds; and it
+turns ``StorageError`` into API errors. LIST is in ``listing``, WATCH in ``watching``, DELETE in
+``deletion``, the scale subresource in ``scale``: the facade's methods delegate to them.
 """
 
 from __future__ import annotations
 
 import copy
-import logging
-import sys
-from contextlib import aclosing
 import ipaddress
+import logging
 import random
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable
 
-import orjson
 import trio
 
 from kapi import errors
+from kapi.cacher.cache import Cacher
 from kapi.encoding import codec
-from kapi.encoding import protobuf
+from kapi.metrics import Metrics
 from kapi.object import meta
 from kapi.object.defaults import apply_defaults
-from kapi.object.listopts import ListOptions, decode_continue, encode_continue
+from kapi.object.listopts import ListOptions
 from kapi.object.managedfields.update import reset_fields_for, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector,
     parse_label_selector, selectable_fields)
-from kapi.storage.base import KeyValue, Storage
-from kapi.cacher.cache import CacheConfig, Cacher, Delegate, WatchStart
-from kapi.cacher.store import Entry
-from kapi.cacher.watcher import Encoder, Filter, transition
-from kapi.metrics import Metrics
 from kapi.object.validation import validate, validate_object_meta, validate_update_meta
-from kapi.registry import convert
+from kapi.registry import convert, deletion, listing, scale, watching
+from kapi.registry.deletion import DeleteOptions, DeleteResult
+from kapi.registry.listing import ListPage
 from kapi.registry.resources import Resource, ResourceTable
+from kapi.storage.base import KeyValue, Storage
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj]
 log = logging.getLogger("kapi.registry")
 
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_DECODE_CHUNK = 500
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 _GUARANTEED_UPDATE_TRIES = 16
-_PAGE_CAP = 10_000
 
 
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
     dry_run: bool = False
     field_manager: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class DeleteOptions:
-    dry_run: bool = False
-    grace_period_s: int | None = None
-    propagation_policy: str = ""
-    orphan_dependents: bool | None = None
-    precondition_uid: str = ""
-    precondition_rv: str = ""
-    # DeleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential: remove an object that cannot be
-    # decoded, without reading it (no preconditions, finalizers or grace period).
-    ignore_store_read_error: bool = False
-
-
-@dataclass(slots=True)
-class ListPage:
-    """A page of a LIST: decoded objects (from storage) or their JSON (from the watch cache)."""
-
-    items: list[Obj]
-    resource_version: str
-    continue_token: str = ""
-    remaining: int | None = None
-    raw: list[bytes] | None = None  # list-item JSON, when served from the cache
-    entries: list[Entry] | None = None  # the cache entries behind ``raw``
-    source: str = "storage"
-    scanned: int = 0
-    index: str = ""
-
-    def objects(self) -> list[Obj]:
-        """The items as dicts (decoding cached JSON only when a caller needs dicts)."""
-        if self.raw is not None:
-            with codec.paused_gc():
-                return [orjson.loads(b) for b in self.raw]
-        return self.items
-
-    def __len__(self) -> int:
-        return len(self.raw) if self.raw is not None else len(self.items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +58,6 @@ class Selection:
     @property
     def everything(self) -> bool:
         return self.label is None and self.field is None
-
-
-@dataclass(slots=True)
-class DeleteResult:
-    obj: Obj
-    deleted: bool  # False: the object stays (finalizers or a grace period)
 
 
 @dataclass
@@ -139,11 +89,11 @@ class Registry:
         return res
 
     # What storage holds may not be an object kapi can serve (written by an older kapi, by another
-    # etcd client, or damaged on disk): ``_decode`` raises ``CorruptObject`` naming the key. Reads of
-    # one object answer kube-apiserver's 500 for it (``_decode_one``); LIST and WATCH leave it out and
-    # log it once (``_skip_corrupt``), so that no consumer ever sees a value Go's decoder would refuse.
+    # etcd client, or damaged on disk): ``decode`` raises ``CorruptObject`` naming the key. Reads of
+    # one object answer kube-apiserver's 500 for it (``decode_one``); LIST and WATCH leave it out and
+    # log it once (``skip_corrupt``), so that no consumer ever sees a value Go's decoder would refuse.
 
-    def _decode(self, res: Resource, kv: KeyValue, json_safe: bool = True) -> Obj:
+    def decode(self, res: Resource, kv: KeyValue, json_safe: bool = True) -> Obj:
         """The stored object as ``res`` serves it; ``json_safe``: check that it encodes as JSON too."""
         try:
             obj = codec.decode_object(kv.value)
@@ -155,7 +105,7 @@ class Registry:
             raise codec.CorruptObject(str(exc), key=kv.key, revision=kv.revision) from None
 
     @staticmethod
-    def _decode_metadata(res: Resource, kv: KeyValue) -> Obj:
+    def decode_metadata(res: Resource, kv: KeyValue) -> Obj:
         try:
             obj = codec.decode_metadata(kv.value)
             codec.check_metadata(obj["metadata"])
@@ -164,15 +114,19 @@ class Registry:
         obj["metadata"]["resourceVersion"] = str(kv.revision)
         return obj
 
-    def _decode_one(self, res: Resource, kv: KeyValue) -> Obj:
+    def decode_one(self, res: Resource, kv: KeyValue) -> Obj:
         """One object read to answer a request: a corrupt one is kube-apiserver's 500 for it."""
         try:
-            return self._decode(res, kv)
+            return self.decode(res, kv)
         except codec.CorruptObject as exc:
-            self._skip_corrupt(exc)
-            raise corrupt_object_error(exc) from None
+            raise self.corrupt_error(exc) from None
 
-    def _skip_corrupt(self, exc: codec.CorruptObject) -> None:
+    def corrupt_error(self, exc: codec.CorruptObject) -> errors.InternalError:
+        """The 500 answering a request for a corrupt object (logged once, as ``skip_corrupt``)."""
+        self.skip_corrupt(exc)
+        return corrupt_object_error(exc)
+
+    def skip_corrupt(self, exc: codec.CorruptObject) -> None:
         """Log a corrupt stored object once per (key, revision), as kube's decode-error metric counts it."""
         seen = (exc.key, exc.revision)
         if seen in self._reported:
@@ -183,8 +137,8 @@ class Registry:
         log.error("corrupt object in storage, left out of lists and watches: key %s revision %d: %s",
                   exc.key, exc.revision, exc)
 
-    def _decoded_match(self, res: Resource, sel: Selection, kv: KeyValue,
-                       decode: Callable[[Resource, KeyValue], Obj]) -> Obj | None:
+    def decoded_match(self, res: Resource, sel: Selection, kv: KeyValue,
+                      decode: Callable[[Resource, KeyValue], Obj]) -> Obj | None:
         """The object at ``kv`` if it decodes and ``sel`` takes it; None (and logged once) if corrupt."""
         try:
             obj = decode(res, kv)
@@ -196,10 +150,10 @@ class Registry:
             except (AttributeError, TypeError, ValueError) as exc:
                 raise codec.CorruptObject(f"selectable fields: {exc}", key=kv.key, revision=kv.revision) from None
         except codec.CorruptObject as exc:
-            self._skip_corrupt(exc)
+            self.skip_corrupt(exc)
             return None
 
-    def _encode(self, res: Resource, obj: Obj) -> bytes:
+    def encode(self, res: Resource, obj: Obj) -> bytes:
         stored = convert.to_storage(res, obj)
         md = stored.get("metadata", {})
         if "resourceVersion" in md:
@@ -236,7 +190,7 @@ class Registry:
             return False
         return True
 
-    def _not_found(self, res: Resource, name: str) -> errors.NotFound:
+    def not_found(self, res: Resource, name: str) -> errors.NotFound:
         return errors.not_found(res.resource, res.group, name)
 
     # ---------------------------------------------------------------- get
@@ -245,153 +199,34 @@ class Registry:
         try:
             return await self.storage.get(self.key(res, namespace, name))
         except errors.KeyNotFound:
-            raise self._not_found(res, name) from None
+            raise self.not_found(res, name) from None
 
     async def get(self, res: Resource, namespace: str, name: str, resource_version: str = "") -> Obj:
         """GET: from storage, or from the watch cache when a resourceVersion is given (SEMANTICS §3.1)."""
         cacher = self.cachers.get((res.group, res.resource))
         if resource_version and cacher is not None and cacher.ready:
-            if resource_version != "0":
-                await cacher.wait_for_rv(meta.parse_resource_version(resource_version))
-            entry = cacher.get(self.key(res, namespace, name))
-            if entry is None:
-                raise self._not_found(res, name)
-            obj: Obj = orjson.loads(cacher.encoder.typed(entry.data))
-            return obj
+            return await listing.get_cached(self, cacher, res, namespace, name, resource_version)
         if resource_version:
             # etcd3's Get: a minimum resourceVersion newer than storage is "too large".
             rv = meta.parse_resource_version(resource_version)
             current = self.storage.current_revision()
             if rv > current:
-                raise too_large_rv(rv, current)
-        return self._decode_one(res, await self.get_kv(res, namespace, name))
+                raise listing.too_large_rv(rv, current)
+        return self.decode_one(res, await self.get_kv(res, namespace, name))
 
-    # -------------------------------------------------------------- cache
+    # --------------------------------------------- cache, list (listing.py)
 
     def make_cacher(self, res: Resource, *, capacity: int, indexed_fields: tuple[str, ...] = ()) -> Cacher:
         """The watch cache of ``res`` (not started); the server runs it and the registry uses it."""
-        def make_entry(value: bytes, revision: int) -> Entry:
-            # Raises CorruptObject (or any error of a value nobody foresaw): the cacher leaves the key
-            # out of its state and logs it once (see Cacher._entry).
-            obj = self._decode(res, KeyValue("", value, revision, 0), json_safe=False)  # dumped below
-            md = obj["metadata"]
-            # orjson's buffer is larger than its output: keep an exact copy, the cache holds it long.
-            data = bytes(memoryview(orjson.dumps({k: v for k, v in obj.items() if k not in ("kind", "apiVersion")})))
-            ns = md.get("namespace", "")
-            key = self.key(res, ns, md.get("name", ""))
-            # Label and field values repeat across objects (app names, node names, phases): share them.
-            labels = {sys.intern(k): sys.intern(v) for k, v in (md.get("labels") or {}).items()}
-            fields = {k: v if k == "metadata.name" else sys.intern(v)
-                      for k, v in field_values(res.kind, obj, res.namespaced).items()}
-            return Entry(key, ns, md.get("name", ""), revision, labels, fields, data)
-
-        cacher = Cacher(self.storage, self.prefix(res, ""), make_entry,
-                        Encoder(res.kind, res.group_version, self.schema),
-                        group=res.group, resource=res.resource, metrics=self.metrics,
-                        config=CacheConfig(capacity=capacity, indexed_fields=indexed_fields))
-        self.cachers[(res.group, res.resource)] = cacher
-        return cacher
+        return listing.make_cacher(self, res, capacity=capacity, indexed_fields=indexed_fields)
 
     def protobuf_items(self, res: Resource, page: ListPage) -> list[bytes]:
         """The page's items as protobuf messages; a cached object's is made once per version."""
-        gvk = (res.group, res.version, res.kind)
-        if page.entries is None:
-            return [protobuf.encode(self.schema, gvk, obj) for obj in page.items]
-        out = []
-        for e in page.entries:
-            if e.proto is None:
-                e.proto = protobuf.encode(self.schema, gvk, orjson.loads(e.data))
-            out.append(e.proto)
-        return out
-
-    def _filter(self, res: Resource, namespace: str, sel: Selection) -> Filter:
-        return Filter(self.prefix(res, namespace), sel.label, sel.field)
-
-    # --------------------------------------------------------------- list
+        return listing.protobuf_items(self, res, page)
 
     async def list(self, res: Resource, namespace: str, opts: ListOptions) -> ListPage:
         """A LIST: from the watch cache where SEMANTICS §1.2 says so, else from storage."""
-        sel = self.selection(res, opts)
-        cacher = self.cachers.get((res.group, res.resource))
-        reason = "uncached"
-        if cacher is not None:
-            try:
-                got = await cacher.list(opts, self._filter(res, namespace, sel))
-            except Delegate as d:
-                reason = d.reason
-            else:
-                return ListPage([], str(got.resource_version), got.continue_token, got.remaining,
-                                [e.data for e in got.entries], got.entries, got.source, got.scanned, got.index)
-        self.metrics.storage_list_total.labels(group=res.group, resource=res.resource, reason=reason).inc()
-        page = await self._list_storage(res, namespace, opts, sel)
-        return page
-
-    async def _list_storage(self, res: Resource, namespace: str, opts: ListOptions, sel: Selection) -> ListPage:
-        """A LIST served from storage with etcd's paging rules (SEMANTICS §1.2, §1.3)."""
-        prefix = self.prefix(res, namespace)
-        revision: int | None = None
-        start = prefix
-        if opts.continue_token:
-            token = decode_continue(opts.continue_token)
-            start = prefix + token.start
-            revision = token.revision if token.revision > 0 else None
-        elif opts.resource_version and opts.resource_version != "0":
-            rv = int(opts.resource_version)
-            exact = opts.resource_version_match == "Exact" or (
-                not opts.resource_version_match and opts.limit > 0)
-            current = self.storage.current_revision()
-            if rv > current:  # etcd: "required revision is a future revision", Exact or not
-                raise too_large_rv(rv, current)
-            if exact:
-                revision = rv
-        limit = opts.limit if opts.limit > 0 else 0  # storage honours limit, even with rv=0
-        items: list[Obj] = []
-        remaining: int | None = None
-        next_token = ""
-        scanned = 0
-        page = limit if limit else None
-        while True:
-            try:
-                result = await self.storage.list(prefix, revision=revision, start=start, limit=page)
-            except errors.RevisionCompacted:
-                raise self._expired(res, prefix, start if opts.continue_token else "") from None
-            if revision is None:
-                revision = result.revision
-            last_key = ""
-            scanned += len(result.items)
-            with codec.paused_gc():
-                for kv in result.items:
-                    last_key = kv.key
-                    # A corrupt object is left out, as the watch cache leaves it out: a LIST gives the
-                    # same answer from either (kube-apiserver answers 500 StoreReadError naming the keys).
-                    found = self._decoded_match(res, sel, kv, self._decode)
-                    if found is not None:
-                        items.append(found)
-                        if limit and len(items) == limit:
-                            break
-            if limit and len(items) == limit and (result.more or last_key != result.items[-1].key):
-                next_token = encode_continue(revision, last_key + "\x00", prefix)
-                if sel.everything:
-                    remaining = result.remaining + (len(result.items) - _index_of(result.items, last_key) - 1)
-                break
-            if not result.more or not limit:
-                break
-            start = last_key + "\x00"
-            page = min(page * 2, _PAGE_CAP) if page else None
-        if revision is not None and revision > self.storage.current_revision():
-            revision = self.storage.current_revision()
-        return ListPage(items, str(revision or self.storage.current_revision()), next_token,
-                        remaining if remaining else None, scanned=scanned)
-
-    def _expired(self, res: Resource, prefix: str, start: str) -> errors.Gone:
-        msg = "The provided continue parameter is too old to display a consistent list result. " \
-              "You can start a new list without the continue parameter, or use the continue token " \
-              "in this response to retrieve the remainder of the results. Continuing with the provided " \
-              "token results in an inconsistent list - objects that were created, modified, or deleted " \
-              "between the time the first chunk was returned and now may show up in the list."
-        if not start:
-            return errors.Gone("The resourceVersion for the provided list is too old.")
-        return errors.Gone(msg, list_continue=encode_continue(-1, start, prefix))
+        return await listing.list(self, res, namespace, opts)
 
     # ------------------------------------------------------------- create
 
@@ -407,7 +242,7 @@ class Registry:
             md.pop("resourceVersion", None)
             return obj
         try:
-            rev = await self.storage.create(self.key(res, namespace, md["name"]), self._encode(res, obj))
+            rev = await self.storage.create(self.key(res, namespace, md["name"]), self.encode(res, obj))
         except errors.KeyExists:
             raise errors.already_exists(res.resource, res.group, md["name"]) from None
         md["resourceVersion"] = str(rev)
@@ -559,7 +394,7 @@ class Registry:
             if res.create_on_update and not subresource:
                 md.pop("resourceVersion", None)
                 return await self.create(res, namespace, obj, opts), True
-            raise self._not_found(res, name) from None
+            raise self.not_found(res, name) from None
         wanted_rv = md.get("resourceVersion") or ""
 
         def mutate(old: Obj) -> Obj:
@@ -580,14 +415,14 @@ class Registry:
         for _ in range(_GUARANTEED_UPDATE_TRIES):
             if kv is None:
                 kv = await self.get_kv(res, namespace, name)
-            old = self._decode_one(res, kv)
+            old = self.decode_one(res, kv)
             # Objects stored before they took Go's shape get it here too, so the comparisons below
             # (generation, no-op writes) see only what the client changed.
             go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
             new = mutate(copy.deepcopy(old))
             new = self._prepare_update(res, new, old, subresource)
             self._track_fields(res, old, new, opts, subresource)
-            if res.resource == "namespaces" and _namespace_finished(new):
+            if res.resource == "namespaces" and deletion.namespace_finished(new):
                 if opts.dry_run:
                     return new
                 try:
@@ -596,7 +431,7 @@ class Registry:
                     kv = None
                     continue
                 return new
-            if _finalized(new):
+            if deletion.finalized(new):
                 # The update removed the last finalizer of an object being deleted: it goes now.
                 if opts.dry_run:
                     return new
@@ -606,7 +441,7 @@ class Registry:
                     kv = None
                     continue
                 return new
-            value = self._encode(res, new)
+            value = self.encode(res, new)
             if value == kv.value:
                 return old  # nothing changed: no write, the resourceVersion stays
             if opts.dry_run:
@@ -617,7 +452,7 @@ class Registry:
                 kv = None
                 continue
             except errors.KeyNotFound:
-                raise self._not_found(res, name) from None
+                raise self.not_found(res, name) from None
             new["metadata"]["resourceVersion"] = str(rev)
             return new
         raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
@@ -698,264 +533,36 @@ class Registry:
         strip = ("metadata", "status", "kind", "apiVersion")
         return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
 
-    # -------------------------------------------------------------- scale
+    # -------------------------------------------------------- scale (scale.py)
 
     async def get_scale(self, res: Resource, namespace: str, name: str) -> Obj:
-        return to_scale(await self.get(res, namespace, name))
+        return await scale.get_scale(self, res, namespace, name)
 
     async def update_scale(self, res: Resource, namespace: str, name: str, scale_mutate: Mutate,
                            opts: WriteOptions) -> Obj:
-        def mutate(obj: Obj) -> Obj:
-            scale = scale_mutate(to_scale(obj))
-            smd = scale.get("metadata") or {}
-            if smd.get("resourceVersion") and smd["resourceVersion"] != obj["metadata"]["resourceVersion"]:
-                raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
-            replicas = (scale.get("spec") or {}).get("replicas", 0)
-            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-                raise errors.invalid("Scale", "autoscaling", name, [errors.Cause(
-                    "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
-                    "spec.replicas")])
-            obj.setdefault("spec", {})["replicas"] = replicas
-            return obj
+        return await scale.update_scale(self, res, namespace, name, scale_mutate, opts)
 
-        return to_scale(await self.guaranteed_update(res, namespace, name, mutate, opts, "scale"))
-
-    # ------------------------------------------------------------- delete
+    # ---------------------------------------------------- delete (deletion.py)
 
     async def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> DeleteResult:
-        key = self.key(res, namespace, name)
-        if res.resource == "namespaces" and name in PROTECTED_NAMESPACES:
-            raise errors.Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                                   name=name, kind="namespaces")
-        for _ in range(_GUARANTEED_UPDATE_TRIES):
-            kv = await self.get_kv(res, namespace, name)
-            try:
-                obj = self._decode(res, kv)
-            except codec.CorruptObject as exc:
-                if not opts.ignore_store_read_error:
-                    self._skip_corrupt(exc)
-                    raise corrupt_object_error(exc) from None
-                done = await self._delete_corrupt(key, kv, opts)
-                if done is None:
-                    continue
-                return done
-            if opts.ignore_store_read_error:
-                # kube-apiserver: the option is only for objects that cannot be read.
-                raise errors.invalid(res.resource, res.group, name, [errors.Cause(
-                    "FieldValueInvalid", "Invalid value: true: is exclusively used to delete corrupt "
-                    "object(s), try again by removing this option",
-                    "ignoreStoreReadErrorWithClusterBreakingPotential")])
-            md = obj["metadata"]
-            if opts.precondition_uid and opts.precondition_uid != md.get("uid"):
-                raise errors.conflict(res.resource, res.group, name,
-                                      f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
-                                      f"UID in object meta: {md.get('uid')}")
-            if opts.precondition_rv and opts.precondition_rv != md.get("resourceVersion"):
-                raise errors.conflict(res.resource, res.group, name,
-                                      "Precondition failed: ResourceVersion in precondition: "
-                                      f"{opts.precondition_rv}, ResourceVersion in object meta: "
-                                      f"{md.get('resourceVersion')}")
-            new = self._deletion_update(res, obj, opts)
-            if new is None:
-                if opts.dry_run:
-                    return DeleteResult(obj, True)
-                try:
-                    _, prev = await self.storage.delete(key, kv.revision)
-                except (errors.RevisionConflict, errors.KeyNotFound):
-                    continue
-                return DeleteResult(obj, True)
-            if opts.dry_run or new == obj:
-                return DeleteResult(new, False)
-            try:
-                rev = await self.storage.update(key, self._encode(res, new), kv.revision)
-            except (errors.RevisionConflict, errors.KeyNotFound):
-                continue
-            new["metadata"]["resourceVersion"] = str(rev)
-            return DeleteResult(new, False)
-        raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
-
-    async def _delete_corrupt(self, key: str, kv: KeyValue, opts: DeleteOptions) -> DeleteResult | None:
-        """kube-apiserver's unsafe deletion of a corrupt object: no preconditions, no finalizers, no object back."""
-        log.warning("unsafe deletion of corrupt object %s (revision %d)", key, kv.revision)
-        gone = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
-        if opts.dry_run:
-            return DeleteResult(gone, True)
-        try:
-            await self.storage.delete(key, kv.revision)
-        except (errors.RevisionConflict, errors.KeyNotFound):
-            return None  # changed or went meanwhile: read it again
-        return DeleteResult(gone, True)
-
-    def _deletion_update(self, res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None:
-        """The object as it stays after this DELETE, or None if it goes now."""
-        new = copy.deepcopy(obj)
-        md = new["metadata"]
-        finalizers = list(md.get("finalizers") or [])
-        policy = opts.propagation_policy
-        if not policy and opts.orphan_dependents is not None:
-            policy = "Orphan" if opts.orphan_dependents else "Background"
-        if policy and policy not in ("Orphan", "Foreground", "Background"):
-            raise errors.invalid("DeleteOptions", "", "", [errors.Cause(
-                "FieldValueNotSupported",
-                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
-                "propagationPolicy")])
-        # The garbage collector finishes these (kapi.controllers): orphan or delete the dependents.
-        gc_finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(policy)
-        if gc_finalizer and res.resource != "namespaces" and not md.get("deletionTimestamp") \
-                and gc_finalizer not in finalizers:
-            finalizers.append(gc_finalizer)
-            md["finalizers"] = finalizers
-        if res.resource == "namespaces":
-            if md.get("deletionTimestamp"):
-                return new
-            md["deletionTimestamp"] = meta.now_rfc3339()
-            md["deletionGracePeriodSeconds"] = 0
-            new.setdefault("status", {})["phase"] = "Terminating"
-            if not new.get("spec", {}).get("finalizers") and not finalizers:
-                return None
-            return new
-        grace = self._grace_period(res, obj, opts)
-        if md.get("deletionTimestamp"):
-            if finalizers:
-                return new
-            old_grace = md.get("deletionGracePeriodSeconds")
-            if grace == 0 or (old_grace is not None and grace is not None and grace < old_grace):
-                if grace == 0:
-                    return None
-                md["deletionGracePeriodSeconds"] = grace
-                md["deletionTimestamp"] = meta.rfc3339_after(grace)
-            return new
-        if finalizers:
-            md["deletionTimestamp"] = meta.now_rfc3339()
-            md["deletionGracePeriodSeconds"] = 0
-            if md.get("generation"):
-                md["generation"] += 1
-            return new
-        if grace:
-            md["deletionTimestamp"] = meta.rfc3339_after(grace)
-            md["deletionGracePeriodSeconds"] = grace
-            if md.get("generation"):
-                md["generation"] += 1
-            return new
-        return None
-
-    @staticmethod
-    def _grace_period(res: Resource, obj: Obj, opts: DeleteOptions) -> int:
-        """Graceful deletion applies to pods bound to a node that are still running."""
-        if res.resource != "pods":
-            return 0
-        spec = obj.get("spec", {})
-        grace = opts.grace_period_s
-        if grace is None:
-            grace = spec.get("terminationGracePeriodSeconds", 30)
-        if grace < 0:
-            grace = 1
-        if not spec.get("nodeName") or obj.get("status", {}).get("phase") in ("Failed", "Succeeded"):
-            return 0
-        return int(grace)
+        return await deletion.delete(self, res, namespace, name, opts)
 
     async def delete_collection(self, res: Resource, namespace: str, list_opts: ListOptions,
                                 opts: DeleteOptions) -> ListPage:
-        page = await self.list(res, namespace, ListOptions(label_selector=list_opts.label_selector,
-                                                            field_selector=list_opts.field_selector))
-        deleted = []
-        for obj in page.objects():
-            md = obj["metadata"]
-            try:
-                result = await self.delete(res, md.get("namespace", ""), md["name"], opts)
-            except errors.NotFound:
-                continue
-            deleted.append(result.obj)
-        return ListPage(deleted, page.resource_version)
+        return await deletion.delete_collection(self, res, namespace, list_opts, opts)
 
-    # -------------------------------------------------------------- watch
+    # ----------------------------------------------------- watch (watching.py)
 
     def watch(self, res: Resource, namespace: str, opts: ListOptions,
               initial_filter: Callable[[bytes], bool] | None = None,
               metadata_only: bool = False) -> AsyncIterator[tuple[str, Obj]]:
-        """Watch events from storage with selector transitions (SEMANTICS §2.1, §2.5).
-
-        rv unset or "0": ADDED for every current object, then changes; rv=N: changes after N.
-        ``initial_filter``: the current objects whose stored bytes it refuses are left out of
-        the initial ADDED events without being decoded (later changes all come).
-        ``metadata_only``: each object is ``{"metadata": ...}`` alone (no managedFields), decoded
-        at a fraction of the cost, for controllers that read only metadata (no selectors then).
-
-        The options are checked here, before the first event is asked for: a bad selector or
-        resourceVersion is a 400 before the response starts, not a stream cut after its 200.
-        """
-        sel = self.selection(res, opts)
-        if metadata_only and not sel.everything:
-            raise ValueError("a metadata-only watch takes no selectors")
-        from_rev = None
-        if opts.resource_version not in ("", "0"):
-            from_rev = meta.parse_resource_version(opts.resource_version)
-        return self._watch_events(res, self.prefix(res, namespace), sel, from_rev, initial_filter,
-                                  self._decode_metadata if metadata_only else self._decode)
-
-    async def _watch_events(self, res: Resource, prefix: str, sel: Selection, from_rev: int | None,
-                            initial_filter: Callable[[bytes], bool] | None,
-                            decode: Callable[[Resource, KeyValue], Obj]) -> AsyncIterator[tuple[str, Obj]]:
-        if from_rev is None:
-            page = await self.storage.list(prefix)
-            from_rev = page.revision
-            items = page.items if initial_filter is None else [kv for kv in page.items if initial_filter(kv.value)]
-            large = len(page.items) > _DECODE_CHUNK
-            del page  # the stored bytes of the whole list: only ``items`` is needed now
-            for first in range(0, len(items), _DECODE_CHUNK):
-                # Decoded a chunk at a time: a controller watching everything never holds it all at once.
-                with codec.paused_gc():
-                    chunk = [obj for obj in (self._decoded_match(res, sel, kv, decode)
-                                             for kv in items[first:first + _DECODE_CHUNK]) if obj is not None]
-                for obj in chunk:
-                    yield "ADDED", obj
-                chunk = []
-            items = []
-            if large:
-                # The stored bytes of the whole list are garbage now: give their pages back.
-                codec.release_free_memory()
-        try:
-            async with self.storage.watch(prefix, from_rev) as events:
-                async for ev in events:
-                    if ev.type == "PROGRESS":
-                        continue
-                    # A corrupt value is seen as absent: an object that turns corrupt goes (DELETED
-                    # with its last good state), one that turns good again comes back (ADDED).
-                    new = self._decoded_match(res, sel, KeyValue(ev.key, ev.value, ev.revision,
-                                                                 ev.create_revision), decode) \
-                        if ev.value is not None else None
-                    old = self._decoded_match(res, sel, KeyValue(ev.key, ev.prev_value, ev.revision,
-                                                                 ev.create_revision), decode) \
-                        if ev.prev_value is not None else None
-                    if new is not None and (ev.type == "ADDED" or old is None):
-                        yield "ADDED", new
-                    elif new is not None:
-                        yield "MODIFIED", new
-                    elif old is not None:
-                        yield "DELETED", old
-        except errors.RevisionCompacted as exc:
-            gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
-            yield "ERROR", gone.to_status()
+        """Watch events from storage with selector transitions (see ``watching.watch``)."""
+        return watching.watch(self, res, namespace, opts, initial_filter, metadata_only)
 
     async def watch_lines(self, res: Resource, namespace: str, opts: ListOptions, deadline: float,
                           proto: bool = False) -> AsyncIterator[bytes]:
-        """Open a watch for the API: an iterator of newline-delimited JSON events, ready to send.
-
-        Refusals that happen before the stream starts (429 while the cache initialises) raise;
-        those kube-apiserver reports inside the stream (410, 504) become one ERROR event.
-        """
-        cacher = self.cachers.get((res.group, res.resource))
-        if cacher is None:
-            return _storage_watch_lines(self.watch(res, namespace, opts), self.schema if proto else None)
-        sel = self.selection(res, opts)
-        if opts.resource_version not in ("", "0"):
-            meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
-        filt = self._filter(res, namespace, sel)
-        try:
-            start = await cacher.watch(opts, filt, deadline, proto)
-        except (errors.Gone, errors.ServerTimeout) as err:
-            return _one_line(cacher.encoder.error(err.to_status(), proto))
-        return _CachedWatchLines(cacher, start)
+        """Open a watch for the API: an iterator of event lines, ready to send (see ``watching``)."""
+        return await watching.watch_lines(self, res, namespace, opts, deadline, proto)
 
     # ---------------------------------------------------------- bootstrap
 
@@ -975,143 +582,9 @@ class Registry:
         return self.table.resources
 
 
-WATCH_BATCH_BYTES = 256 * 1024  # initial events go out in writes of about this size
-
-
-async def _one_line(line: bytes) -> AsyncIterator[bytes]:
-    yield line
-
-
-async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]],
-                               proto_schema: Schema | None) -> AsyncIterator[bytes]:
-    """A storage-backed watch's events, as JSON lines or (with a schema) protobuf frames."""
-    async with aclosing(events):  # type: ignore[type-var]
-        async for kind, obj in events:
-            if proto_schema is not None:
-                yield protobuf.encode_watch_event(proto_schema, kind, obj)
-            else:
-                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
-            if kind == "ERROR":
-                return
-
-
-class _CachedWatchLines:
-    """A cached watch's lines; closing it unregisters the watcher even if it was never read."""
-
-    def __init__(self, cacher: Cacher, start: WatchStart) -> None:
-        self._cacher = cacher
-        self._watcher = start.watcher
-        self._lines = _cached_watch_lines(cacher, start)
-
-    def __aiter__(self) -> _CachedWatchLines:
-        return self
-
-    async def __anext__(self) -> bytes:
-        return await self._lines.__anext__()
-
-    async def aclose(self) -> None:
-        try:
-            await self._lines.aclose()
-        finally:
-            self._cacher.unregister(self._watcher)
-
-
-async def _cached_watch_lines(cacher: Cacher, start: WatchStart) -> AsyncIterator[bytes]:
-    """Initial events, the window catch-up, the end bookmark, then live lines; queued lines go in one write."""
-    w = start.watcher
-    enc = cacher.encoder
-    proto = w.protobuf
-    try:
-        batch: list[bytes] = []
-        size = 0
-        for entry in start.initial:
-            line = enc.entry_event("ADDED", entry, proto)
-            batch.append(line)
-            size += len(line)
-            if size >= WATCH_BATCH_BYTES:
-                yield b"".join(batch)
-                batch, size = [], 0
-        for ev in start.catch_up:
-            seen = transition(w.filter, ev)
-            if seen is not None:
-                batch.append(enc.event_line(ev, *seen, proto))
-        if start.end_bookmark_rv is not None:
-            batch.append(enc.bookmark(start.end_bookmark_rv, initial_events_end=True, proto=proto))
-        if batch:
-            yield b"".join(batch)
-        async for line in w.receive:
-            lines = [line]
-            while True:
-                try:
-                    lines.append(w.receive.receive_nowait())
-                except (trio.WouldBlock, trio.EndOfChannel):
-                    break
-            yield b"".join(lines)
-    finally:
-        cacher.unregister(w)
-
-
-def _index_of(items: Any, key: str) -> int:
-    for i, kv in enumerate(items):
-        if kv.key == key:
-            return int(i)
-    return len(items) - 1
-
-
-def _finalized(obj: Obj) -> bool:
-    md = obj.get("metadata", {})
-    return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
-        md.get("deletionGracePeriodSeconds", 0) == 0 and obj.get("kind") != "Namespace"
-
-
-def _namespace_finished(ns: Obj) -> bool:
-    md = ns.get("metadata", {})
-    return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
-        not ns.get("spec", {}).get("finalizers")
-
-
-def to_scale(obj: Obj) -> Obj:
-    """The autoscaling/v1 Scale view of a scalable object."""
-    md = obj["metadata"]
-    spec = obj.get("spec", {})
-    status = obj.get("status", {})
-    selector = spec.get("selector") or {}
-    return {
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                     if k in md},
-        "spec": {"replicas": spec.get("replicas", 0)},
-        "status": {"replicas": status.get("replicas", 0), "selector": _selector_string(selector)},
-    }
-
-
-def _selector_string(selector: Obj) -> str:
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        op = expr.get("operator")
-        values = ",".join(sorted(expr.get("values") or []))
-        if op == "In":
-            parts.append(f"{expr['key']} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{expr['key']} notin ({values})")
-        elif op == "Exists":
-            parts.append(expr["key"])
-        elif op == "DoesNotExist":
-            parts.append(f"!{expr['key']}")
-    return ",".join(sorted(parts))
-
-
 def corrupt_object_error(exc: codec.CorruptObject) -> errors.InternalError:
     """kube-apiserver's answer for an object it cannot decode (storeerr: corrupt object -> InternalError)."""
     detail = (f"StorageError: corrupt object, Code: 7, Key: {exc.key}, ResourceVersion: 0, "
               f"AdditionalErrorMsg: object not decodable revision={exc.revision}: {exc}")
     return errors.InternalError(f"Internal error occurred: {detail}", causes=[errors.Cause(message=detail)])
-
-
-def too_large_rv(rv: int, current: int) -> errors.ServerTimeout:
-    return errors.ServerTimeout(
-        f"Timeout: Too large resource version: {rv}, current: {current}",
-        causes=[errors.Cause(reason="ResourceVersionTooLarge", message="Too large resource version")],
-        retry_after_s=0)
 

@@ -9,7 +9,8 @@ import trio
 from kapi import errors
 from kapi.controllers import GarbageCollector
 from kapi.registry.resources import ResourceTable
-from kapi.registry.store import DeleteOptions, Registry, WriteOptions
+from kapi.registry.deletion import DeleteOptions
+from kapi.registry.store import Registry, WriteOptions
 from kapi.storage.memory import MemoryStorage
 
 from .conftest import Api
@@ -101,8 +102,8 @@ async def test_dependents_stored_before_start_up_are_collected_and_nothing_else_
         await registry.create(cms, "default", {"apiVersion": "v1", "kind": "ConfigMap",
                                                "metadata": {"name": f"plain-{i}"}}, WriteOptions())
     decoded: list[str] = []
-    decode = registry._decode_metadata
-    registry._decode_metadata = (  # type: ignore[method-assign]
+    decode = registry.decode_metadata
+    registry.decode_metadata = (  # type: ignore[method-assign]
         lambda res, kv: (decoded.append(kv.key), decode(res, kv))[1])
     gc = GarbageCollector(registry)
     await nursery.start(gc.run)

@@ -12,7 +12,8 @@ from kapi.cacher.watcher import Filter
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.object.selectors import parse_field_selector, parse_label_selector
 
-from kapi.registry.store import DeleteOptions
+from kapi.registry import listing
+from kapi.registry.deletion import DeleteOptions
 
 from .conftest import Env, MakeEnv, names
 
@@ -435,7 +436,7 @@ async def test_registry_list_matches_storage_list(env: Env) -> None:
                  ListOptions(label_selector="app=web", limit=2)):
         cached = await env.registry.list(env.res, "", opts)
         sel = env.registry.selection(env.res, opts)
-        stored = await env.registry._list_storage(env.res, "", opts, sel)
+        stored = await listing.list_storage(env.registry, env.res, "", opts, sel)
         assert cached.source != "storage"
         # Cached items are in list-item form (no kind/apiVersion), as the API sends them.
         assert cached.objects() == [{k: v for k, v in o.items() if k not in ("kind", "apiVersion")}

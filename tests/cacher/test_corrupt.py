@@ -22,7 +22,8 @@ from kapi.controllers import GarbageCollector, NamespaceController
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry.resources import ResourceTable
-from kapi.registry.store import DeleteOptions, Registry, WriteOptions
+from kapi.registry.deletion import DeleteOptions
+from kapi.registry.store import Registry, WriteOptions
 from kapi.storage.base import Storage
 from kapi.storage.memory import MemoryStorage
 from kapi.storage.sqlite import SqliteStorage

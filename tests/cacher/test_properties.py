@@ -15,6 +15,7 @@ from kapi.cacher.cache import Delegate
 from kapi.cacher.watcher import Filter
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
+from kapi.registry import listing
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.object.selectors import parse_label_selector
@@ -132,7 +133,7 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
             assert replayed == state
             # The same through the registry, against a historical read of storage.
             page = await registry.list(res, "", exact)
-            stored = await registry._list_storage(res, "", exact, registry.selection(res, exact))
+            stored = await listing.list_storage(registry, res, "", exact, registry.selection(res, exact))
             assert page.source != "storage"
             assert [o["metadata"] for o in page.objects()] == [o["metadata"] for o in stored.objects()]
         for rv, at in history.items():

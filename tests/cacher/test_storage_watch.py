@@ -11,7 +11,8 @@ from kapi.controllers import GarbageCollector, _may_need_collecting
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry.resources import ResourceTable
-from kapi.registry.store import _DECODE_CHUNK, Registry
+from kapi.registry.store import Registry
+from kapi.registry.watching import DECODE_CHUNK
 from kapi.storage.memory import MemoryStorage
 
 
@@ -30,7 +31,7 @@ async def put_configmaps(registry: Registry, count: int) -> None:
 
 async def test_more_than_a_chunk_of_objects_none_needing_collection(registry: Registry) -> None:
     """Issue 10 defect 1: 504 ConfigMaps without owners; ``del page, items, chunk`` raised UnboundLocalError."""
-    await put_configmaps(registry, _DECODE_CHUNK + 4)
+    await put_configmaps(registry, DECODE_CHUNK + 4)
     res = registry.table.get("", "v1", "configmaps")
     assert res is not None
     events = registry.watch(res, "", ListOptions(), initial_filter=_may_need_collecting, metadata_only=True)
@@ -52,7 +53,7 @@ async def test_more_than_a_chunk_of_objects_none_needing_collection(registry: Re
 
 async def test_more_than_a_chunk_with_selector_matching_none(registry: Registry) -> None:
     """Issue 10: a full watch over more than a chunk whose selector matches nothing still goes live."""
-    await put_configmaps(registry, _DECODE_CHUNK + 4)
+    await put_configmaps(registry, DECODE_CHUNK + 4)
     res = registry.table.get("", "v1", "configmaps")
     assert res is not None
     events = registry.watch(res, "default", ListOptions(label_selector="app=none"))
@@ -66,7 +67,7 @@ async def test_more_than_a_chunk_with_selector_matching_none(registry: Registry)
 async def test_garbage_collector_starts_over_many_objects_without_owners(registry: Registry,
                                                                          nursery: trio.Nursery) -> None:
     """Issue 10 defect 1, as start-up meets it: the collector's watches start."""
-    await put_configmaps(registry, _DECODE_CHUNK + 4)
+    await put_configmaps(registry, DECODE_CHUNK + 4)
     with trio.fail_after(20):
         await nursery.start(GarbageCollector(registry).run)
 
