@@ -1,0 +1,343 @@
+"""Name rules of apimachinery's ``util/validation``: DNS labels and subdomains, qualified names,
+label values, config keys, path segments, ports and IPs; the rule each built-in kind's name follows.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from kapi.errors import Cause
+from kapi.object.validation.fields import field_invalid
+
+
+def _blen(value: str) -> int:
+    return len(value.encode("utf-8"))
+
+
+def _max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+    if not examples:
+        return f"{msg} (regex used for validation is '{fmt}')"
+    parts = [f"'{e}', " for e in examples]
+    return f"{msg} (e.g. " + " or ".join(parts) + f"regex used for validation is '{fmt}')"
+
+
+_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+
+
+_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
+                      "or '-', and must start and end with an alphanumeric character")
+
+
+_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
+
+
+_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+                          "characters, '-' or '.', and must start and end with an alphanumeric character")
+
+
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+
+
+_DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                      "start with an alphabetic character, and end with an alphanumeric character")
+
+
+_QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+
+
+_QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
+              "with an alphanumeric character")
+
+
+_LABEL_VALUE_FMT = "(" + _QNAME_FMT + ")?"
+
+
+_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
+                    "'-', '_' or '.', and must start and end with an alphanumeric character")
+
+
+_CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
+
+
+_CONFIG_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+
+
+_DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
+
+
+_DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
+
+
+_DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
+
+
+_QNAME_RE = re.compile(_QNAME_FMT)
+
+
+_LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+
+
+_CONFIG_KEY_RE = re.compile(_CONFIG_KEY_FMT)
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """Messages for ``value`` as an RFC 1123 label (namespaces, container names)."""
+    errs = []
+    if _blen(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _DNS1123_LABEL_RE.fullmatch(value):
+        if _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+            # a valid subdomain that is not a label: the length was checked, so it has dots
+            errs.append("must not contain dots")
+        else:
+            errs.append(_regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """Messages for ``value`` as an RFC 1123 subdomain (most object names)."""
+    errs = []
+    if _blen(value) > 253:
+        errs.append(_max_len_error(253))
+    if not _DNS1123_SUBDOMAIN_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
+    return errs
+
+
+def is_dns1035_label(value: str) -> list[str]:
+    """Messages for ``value`` as an RFC 1035 label (service names)."""
+    errs = []
+    if _blen(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _DNS1035_LABEL_RE.fullmatch(value):
+        errs.append(_regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """Messages for ``value`` as a qualified name (label and annotation keys)."""
+    errs: list[str] = []
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
+    else:
+        return ["a qualified name " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif _blen(name) > 63:
+        errs.append("name part " + _max_len_error(63))
+    if not _QNAME_RE.fullmatch(name):
+        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
+    return errs
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """Messages for ``value`` as a label value."""
+    errs = []
+    if _blen(value) > 63:
+        errs.append(_max_len_error(63))
+    if not _LABEL_VALUE_RE.fullmatch(value):
+        errs.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+    return errs
+
+
+def _has_chdir_prefix(value: str) -> list[str]:
+    if value == ".":
+        return ["must not be '.'"]
+    if value == "..":
+        return ["must not be '..'"]
+    if value.startswith(".."):
+        return ["must not start with '..'"]
+    return []
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """Messages for ``value`` as a ConfigMap or Secret data key."""
+    errs = []
+    if _blen(value) > 253:
+        errs.append(_max_len_error(253))
+    if not _CONFIG_KEY_RE.fullmatch(value):
+        errs.append(_regex_error(_CONFIG_KEY_MSG, _CONFIG_KEY_FMT, "key.name", "KEY_NAME", "key-name"))
+    errs.extend(_has_chdir_prefix(value))
+    return errs
+
+
+def is_valid_path_segment_name(value: str, prefix: bool = False) -> list[str]:
+    """Messages for ``value`` as a path segment (RBAC names): not '.' or '..', no '/' or '%'."""
+    if not prefix:
+        for bad in (".", ".."):
+            if value == bad:
+                return [f"may not be '{bad}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+_PORT_NAME_CHARSET_RE = re.compile("[-a-z0-9]+")
+
+
+def is_valid_port_num(port: int) -> list[str]:
+    """Messages for ``port`` as a TCP/UDP port number."""
+    return [] if 1 <= port <= 65535 else ["must be between 1 and 65535, inclusive"]
+
+
+def is_valid_port_name(port: str) -> list[str]:
+    """Messages for ``port`` as an IANA service name (named ports)."""
+    errs = []
+    if len(port) > 15:
+        errs.append(_max_len_error(15))
+    if not _PORT_NAME_CHARSET_RE.fullmatch(port):
+        errs.append("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+    if not re.search("[a-z]", port):
+        errs.append("must contain at least one letter (a-z)")
+    if "--" in port:
+        errs.append("must not contain consecutive hyphens")
+    if port and (port[0] == "-" or port[-1] == "-"):
+        errs.append("must not begin or end with a hyphen")
+    return errs
+
+
+def _inclusive_range(lo: int, hi: int) -> str:
+    return f"must be between {lo} and {hi}, inclusive"
+
+
+RULE_DNS1123_SUBDOMAIN = "dns1123-subdomain"
+
+
+RULE_DNS1123_LABEL = "dns1123-label"
+
+
+RULE_DNS1035_LABEL = "dns1035-label"
+
+
+RULE_PATH_SEGMENT = "path-segment"
+
+
+def _mask_trailing_dash(name: str) -> str:
+    # apimachinery's own quirk: it drops two characters and appends one.
+    if len(name) > 1 and name.endswith("-"):
+        return name[:-2] + "a"
+    return name
+
+
+def validate_name(rule: str, name: str, prefix: bool = False) -> list[str]:
+    """Messages for ``name`` under ``rule``; ``prefix`` for a generateName."""
+    if rule == RULE_PATH_SEGMENT:
+        return is_valid_path_segment_name(name, prefix)
+    if prefix:
+        name = _mask_trailing_dash(name)
+    if rule == RULE_DNS1123_LABEL:
+        return is_dns1123_label(name)
+    if rule == RULE_DNS1035_LABEL:
+        return is_dns1035_label(name)
+    return is_dns1123_subdomain(name)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    rule: str
+    namespaced: bool
+    core: bool = True  # kube's core ValidateObjectMeta: unqualified finalizers must be standard
+
+
+_SUB, _LABEL, _1035, _PATH = RULE_DNS1123_SUBDOMAIN, RULE_DNS1123_LABEL, RULE_DNS1035_LABEL, RULE_PATH_SEGMENT
+
+
+_KINDS: Mapping[tuple[str, str], _Kind] = MappingProxyType({
+    ("", "pods"): _Kind(_SUB, True),
+    ("", "podtemplates"): _Kind(_SUB, True),
+    ("", "replicationcontrollers"): _Kind(_SUB, True),
+    ("", "services"): _Kind(_1035, True),
+    ("", "endpoints"): _Kind(_SUB, True),
+    ("", "configmaps"): _Kind(_SUB, True),
+    ("", "secrets"): _Kind(_SUB, True),
+    ("", "serviceaccounts"): _Kind(_SUB, True),
+    ("", "limitranges"): _Kind(_SUB, True),
+    ("", "resourcequotas"): _Kind(_SUB, True),
+    ("", "persistentvolumeclaims"): _Kind(_SUB, True),
+    # Legacy events get no name rule of their own, only the generic path-segment check.
+    ("", "events"): _Kind(_PATH, True, core=False),
+    ("", "namespaces"): _Kind(_LABEL, False),
+    ("", "nodes"): _Kind(_SUB, False),
+    ("", "persistentvolumes"): _Kind(_SUB, False),
+    ("apps", "deployments"): _Kind(_SUB, True),
+    ("apps", "replicasets"): _Kind(_SUB, True),
+    ("apps", "daemonsets"): _Kind(_SUB, True),
+    ("apps", "controllerrevisions"): _Kind(_SUB, True),
+    # StatefulSet pods are named <set>-<ordinal> and must be DNS labels.
+    ("apps", "statefulsets"): _Kind(_LABEL, True),
+    ("batch", "jobs"): _Kind(_SUB, True),
+    ("batch", "cronjobs"): _Kind(_SUB, True),
+    ("autoscaling", "horizontalpodautoscalers"): _Kind(_SUB, True),
+    ("policy", "poddisruptionbudgets"): _Kind(_SUB, True),
+    ("coordination.k8s.io", "leases"): _Kind(_SUB, True),
+    ("events.k8s.io", "events"): _Kind(_SUB, True),
+    ("discovery.k8s.io", "endpointslices"): _Kind(_SUB, True),
+    ("networking.k8s.io", "ingresses"): _Kind(_SUB, True),
+    ("networking.k8s.io", "networkpolicies"): _Kind(_SUB, True),
+    ("networking.k8s.io", "ingressclasses"): _Kind(_SUB, False),
+    ("rbac.authorization.k8s.io", "roles"): _Kind(_PATH, True),
+    ("rbac.authorization.k8s.io", "rolebindings"): _Kind(_PATH, True),
+    ("rbac.authorization.k8s.io", "clusterroles"): _Kind(_PATH, False),
+    ("rbac.authorization.k8s.io", "clusterrolebindings"): _Kind(_PATH, False),
+    ("storage.k8s.io", "storageclasses"): _Kind(_SUB, False),
+    ("storage.k8s.io", "csidrivers"): _Kind(_SUB, False),
+    ("storage.k8s.io", "csinodes"): _Kind(_SUB, False),
+    ("storage.k8s.io", "volumeattachments"): _Kind(_SUB, False),
+    ("scheduling.k8s.io", "priorityclasses"): _Kind(_SUB, False),
+    ("certificates.k8s.io", "certificatesigningrequests"): _Kind(_PATH, False),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"): _Kind(_PATH, False),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): _Kind(_PATH, False),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _Kind(_SUB, False),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _Kind(_SUB, False),
+    ("apiextensions.k8s.io", "customresourcedefinitions"): _Kind(_SUB, False, core=False),
+    ("apiregistration.k8s.io", "apiservices"): _Kind(_SUB, False, core=False),
+})
+
+
+def name_rule(resource: str, group: str) -> str:
+    """The name rule kube-apiserver applies to ``metadata.name`` of a resource.
+
+    Custom resources and anything unknown use the DNS subdomain rule.
+    """
+    kind = _KINDS.get((group, resource))
+    return kind.rule if kind else RULE_DNS1123_SUBDOMAIN
+
+
+def is_namespaced(resource: str, group: str) -> bool | None:
+    """Whether a built-in resource is namespaced; ``None`` when not known here."""
+    kind = _KINDS.get((group, resource))
+    return kind.namespaced if kind else None
+
+
+def _is_valid_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        # Go's legacy parser accepts IPv4 with leading zeros ("010.0.0.1").
+        return bool(re.fullmatch(r"(\d{1,3})(\.\d{1,3}){3}", value)) and all(
+            int(p) < 256 for p in value.split("."))
+    return True
+
+
+def _ip_errors(path: str, value: str) -> list[Cause]:
+    if _is_valid_ip(value):
+        return []
+    return [field_invalid(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
+
+
+def _is_ipv6(value: str) -> bool:
+    return ":" in value and _is_valid_ip(value)
