@@ -13,7 +13,7 @@ Run ``python bench/bench_informer.py`` from the repository root (100,000 pods,
   start; the server's RSS just before the sync and its peak during the sync
   (VmHWM, reset through ``/proc/PID/clear_refs`` just before, so the server's
   own start-up peak is left out). Modes take turns, ``--repeat`` times; medians.
-  The pods (realistic ones from the pod fixture, spread as ``bench_cache.py``
+  The pods (realistic ones from the pod fixture, spread as ``_workload.Layout``
   spreads them) are created once through the API; ``--data-dir`` keeps them
   for later runs (a directory that holds pods already is used as it is).
 - **Restart**: ``--informers`` informers (WatchList, HTTP/1.1, one shared
@@ -58,7 +58,7 @@ from kapi.client.informer import Informer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_cache  # noqa: E402
+import _workload  # noqa: E402
 from _common import REPO, RESULTS, Server, median, process_rss_bytes, start_kapi, stop, write_json  # noqa: E402
 
 SERVER_FLAGS = ("--storage-backend", "sqlite")
@@ -175,11 +175,11 @@ def ensure_pods(data_dir: Path, args: argparse.Namespace) -> tuple[int, dict[str
         if found:
             print(f"using the {found} pods already in {data_dir}", flush=True)
             return found, {"pods": found, "reused": True}
-        layout = bench_cache.Layout(args.pods, args.nodes, args.namespaces)
+        layout = _workload.Layout(args.pods, args.nodes, args.namespaces)
         for k in range(layout.namespaces):
             create_namespace(server, f"ns-{k}")
         print(f"loading {layout.pods} pods ...", flush=True)
-        load = bench_cache.load_pods(server, layout, args.clients, args.concurrency)
+        load = _workload.load_pods(server, layout, args.clients, args.concurrency)
         print(f"  {load['creates_per_s']:.0f} creates/s in {load['seconds']:.0f} s", flush=True)
         return count(server, "/api/v1/pods"), {**load, "reused": False}
     finally:

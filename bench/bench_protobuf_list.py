@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import RESULTS, Server, process_rss_bytes, start_kapi, stop, write_json  # noqa: E402
-from bench_cache import Layout, Target, load_pods  # noqa: E402
+from _workload import Layout, Target, load_pods  # noqa: E402
 
 JSON_TYPE = "application/json"
 PROTOBUF_TYPE = "application/vnd.kubernetes.protobuf"

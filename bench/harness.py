@@ -40,7 +40,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))  # the scripts import their shared parts as top-level modules
 
 import _common  # noqa: E402
-import bench_cache  # noqa: E402
+import _workload  # noqa: E402
 from _common import Load, Server, configmap_body, run_load, start_bare, start_kapi, stop  # noqa: E402
 
 RESULTS = BENCH / "results"
@@ -137,16 +137,16 @@ def kapi_env(mode: str) -> dict[str, str]:
     return env
 
 
-def seed(data_dir: Path, sizes: Sizes) -> bench_cache.Layout:
+def seed(data_dir: Path, sizes: Sizes) -> _workload.Layout:
     """One data directory holding the pods (through the API) and the ConfigMap the GETs read."""
-    layout = bench_cache.Layout(sizes.pods, sizes.nodes, sizes.namespaces)
+    layout = _workload.Layout(sizes.pods, sizes.nodes, sizes.namespaces)
     server = start_kapi(data_dir, "--storage-backend", "sqlite", timeout_s=600, env=kapi_env("compiled"))
     try:
         for k in range(layout.namespaces):
             check(server.request("POST", "/api/v1/namespaces", json.dumps(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"ns-{k}"}}).encode()), 201)
         check(server.request("POST", "/api/v1/namespaces/default/configmaps", configmap_body("bench-get")), 201)
-        bench_cache.load_pods(server, layout, 1, sizes.concurrency)
+        _workload.load_pods(server, layout, 1, sizes.concurrency)
     finally:
         stop(server)
     return layout
@@ -158,28 +158,28 @@ def check(answer: tuple[int, bytes], status: int) -> None:
         raise RuntimeError(f"expected {status}, got {answer[0]}: {answer[1][:300]!r}")
 
 
-def list_mb_per_s(target: bench_cache.Target, path: str, repeat: int) -> float:
+def list_mb_per_s(target: _workload.Target, path: str, repeat: int) -> float:
     """MB/s of one LIST read by the raw client, best of ``repeat``."""
-    fetched = [bench_cache.raw_get(target, path) for _ in range(repeat)]
+    fetched = [_workload.raw_get(target, path) for _ in range(repeat)]
     if any(f.status != 200 for f in fetched):
         raise RuntimeError(f"GET {path}: {[f.status for f in fetched]}")
     return max(f.body_bytes / f.seconds for f in fetched) / 1e6
 
 
-def lists_per_s(target: bench_cache.Target, paths: list[str], accept: str = "application/json") -> float:
+def lists_per_s(target: _workload.Target, paths: list[str], accept: str = "application/json") -> float:
     """LISTs/s over one kept-alive connection read by the raw client, from the median time."""
-    return 1000 / statistics.median(bench_cache.kept_alive_gets(target, paths, accept))
+    return 1000 / statistics.median(_workload.kept_alive_gets(target, paths, accept))
 
 
-def fan_out(server: Server, sizes: Sizes, layout: bench_cache.Layout) -> float:
+def fan_out(server: Server, sizes: Sizes, layout: _workload.Layout) -> float:
     """Watch events delivered per second of server CPU: N raw watchers of every pod, a steady writer."""
-    target = bench_cache.Target.of(server)
-    rv = bench_cache.current_rv(server)
-    paths = [bench_cache.watch_path("/api/v1/pods", rv)] * sizes.watchers
-    watching = bench_cache.Watching.open(target, paths, 1)
+    target = _workload.Target.of(server)
+    rv = _workload.current_rv(server)
+    paths = [_workload.watch_path("/api/v1/pods", rv)] * sizes.watchers
+    watching = _workload.Watching.open(target, paths, 1)
     pods = [(layout.namespace(i), layout.name(i)) for i in range(min(layout.pods, sizes.updates))]
     cpu0 = server.cpu_seconds()
-    written = bench_cache.write_updates(target, pods, sizes.update_rate, sizes.updates)
+    written = _workload.write_updates(target, pods, sizes.update_rate, sizes.updates)
     time.sleep(0.5)  # let the last events arrive
     cpu = server.cpu_seconds() - cpu0
     delivered = sum(p.deliveries for p in watching.close())
@@ -211,15 +211,15 @@ class Figure:
     measure: Callable[[Server], float]
 
 
-def figures(sizes: Sizes, layout: bench_cache.Layout) -> list[Figure]:
+def figures(sizes: Sizes, layout: _workload.Layout) -> list[Figure]:
     """The macro figures, all rates (higher is better), so compiled ÷ pure > 1 means the twins help."""
     every = "/api/v1/pods?resourceVersion=0"
     label = "/api/v1/pods?resourceVersion=0&labelSelector=tier%3Dgold"
     indexed = [f"/api/v1/pods?resourceVersion=0&fieldSelector=spec.nodeName%3Dnode-{k % layout.nodes}"
                for k in range(sizes.selector_repeat)]
 
-    def target(s: Server) -> bench_cache.Target:
-        return bench_cache.Target.of(s)
+    def target(s: Server) -> _workload.Target:
+        return _workload.Target.of(s)
 
     return [
         Figure("list_all", f"LIST all {sizes.pods} pods, rv=0", "MB/s",
@@ -256,7 +256,7 @@ def run_macro(sizes: Sizes, repeat: int, root: Path, progress: Progress) -> dict
             servers[mode] = start_kapi(root / mode, "--storage-backend", "sqlite", timeout_s=600,
                                        env=kapi_env(mode))
         # Same data: both LIST bodies hold the same pods.
-        bodies = {m: bench_cache.raw_get(bench_cache.Target.of(s), "/api/v1/pods?resourceVersion=0", keep=True)
+        bodies = {m: _workload.raw_get(_workload.Target.of(s), "/api/v1/pods?resourceVersion=0", keep=True)
                   for m, s in servers.items()}
         counts = {m: len(json.loads(f.body)["items"]) for m, f in bodies.items()}
         if set(counts.values()) != {sizes.pods}:
@@ -266,7 +266,7 @@ def run_macro(sizes: Sizes, repeat: int, root: Path, progress: Progress) -> dict
         pki = root / "compiled" / "pki"
         bare = start_bare(pki / "apiserver.crt", pki / "apiserver.key", servers["compiled"].ca_file,
                           root / "bare", list_bytes=list_bytes)
-        bare_target = bench_cache.Target.of(bare)
+        bare_target = _workload.Target.of(bare)
         limits = [Figure("bare_list", f"bare app sending {list_bytes / 1e6:.1f} MB", "MB/s",
                          lambda s: list_mb_per_s(bare_target, _common.BARE_LIST_PATH, sizes.list_repeat)),
                   Figure("bare_get", "bare app, trivial GET", "GETs/s",
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = replace(sizes, pods=args.pods)
 
     scripts = [] if args.skip_micro else micro_scripts()
-    n_macro = len(figures(sizes, bench_cache.Layout(sizes.pods, sizes.nodes, sizes.namespaces))) * 2 + 2
+    n_macro = len(figures(sizes, _workload.Layout(sizes.pods, sizes.nodes, sizes.namespaces))) * 2 + 2
     progress = Progress(len(scripts) * repeat + (0 if args.skip_macro else 3 + n_macro * repeat))
     started = time.monotonic()
     ratios: dict[str, dict[str, Any]] = {}
