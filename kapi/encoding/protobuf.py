@@ -1,8 +1,9 @@
 """The Kubernetes protobuf encoding of the built-in types (``application/vnd.kubernetes.protobuf``).
 
-Objects stay plain JSON-form dicts; the message schema comes from
-``kapi.object.schema.load_proto_messages()``. Each message is compiled once into a
-``MessagePlan`` of the wire twin (``kapi._fast.protowire``), which walks the dict.
+Objects stay plain JSON-form dicts; the message schema comes from the server's schema
+(``Schema.proto_messages``). Each message is compiled once into a ``MessagePlan`` of the
+wire twin (``kapi._fast.protowire``), which walks the dict; ``codec_for(schema)`` keeps
+the compiled codec with that schema, so each server compiles its own.
 
 Wire rules, as Go's generated marshallers write them: fields in ascending number,
 map entries sorted by key (key=1, value=2), repeated scalars unpacked (proto2),
@@ -26,15 +27,13 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
-import functools
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 from typing import Any
 
 from kapi import _fast, errors
-from kapi.object.schema import (GVK, FieldDef, ProtoField, ProtoMessage, Schema, TypeDef, load_go_types,
-    load_proto_messages)
+from kapi.object.schema import GVK, FieldDef, ProtoField, ProtoMessage, Schema, TypeDef, load_proto_messages
 
 __all__ = [
     "CONTENT_TYPE",
@@ -43,7 +42,7 @@ __all__ = [
     "Codec",
     "decode",
     "decode_object",
-    "default_codec",
+    "codec_for",
     "encode",
     "encode_list",
     "encode_list_sized",
@@ -66,7 +65,31 @@ STREAM_CONTENT_TYPE = "application/vnd.kubernetes.protobuf;stream=watch"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1."
 STATUS_MESSAGE = META + "Status"
 LIST_META_MESSAGE = META + "ListMeta"
-_ENVELOPE_TAIL = b"\x1a\x00\x22\x00"  # contentEncoding="" and contentType="", as Go always writes them
+_ENVELOPE_TAIL = b"\x1a\x00\x22\x00"
+_CODEC_KEY = "protobuf.codec"  # where codec_for keeps a schema's codec (Schema.compiled)
+
+
+def _meta_message(message: str, /, **fields: tuple[int, str, str]) -> ProtoMessage:
+    return ProtoMessage(name=META + message, json_type_name="io.k8s.apimachinery.pkg.apis.meta.v1." + message,
+                        fields=MappingProxyType({k: ProtoField(*v) for k, v in fields.items()}))
+
+
+# meta/v1 Status and what it holds, as generated.proto numbers them: a Status is written where no
+# schema is at hand (an error response, a watch's ERROR event). A test checks them against the table.
+STATUS_MESSAGES: Mapping[str, ProtoMessage] = MappingProxyType({m.name: m for m in (
+    _meta_message("Status", metadata=(1, META + "ListMeta", "optional"), status=(2, "string", "optional"),
+                  message=(3, "string", "optional"), reason=(4, "string", "optional"),
+                  details=(5, META + "StatusDetails", "optional"), code=(6, "int32", "optional")),
+    _meta_message("ListMeta", selfLink=(1, "string", "optional"), resourceVersion=(2, "string", "optional"),
+                  **{"continue": (3, "string", "optional")}, remainingItemCount=(4, "int64", "optional"),
+                  shardInfo=(5, META + "ShardInfo", "optional")),
+    _meta_message("StatusDetails", name=(1, "string", "optional"), group=(2, "string", "optional"),
+                  kind=(3, "string", "optional"), causes=(4, META + "StatusCause", "repeated"),
+                  retryAfterSeconds=(5, "int32", "optional"), uid=(6, "string", "optional")),
+    _meta_message("StatusCause", reason=(1, "string", "optional"), message=(2, "string", "optional"),
+                  field=(3, "string", "optional")),
+    ProtoMessage(name=META + "ShardInfo", fields=MappingProxyType({"selector": ProtoField(1, "string", "optional")})),
+)})  # contentEncoding="" and contentType="", as Go always writes them
 
 _SCALAR_KINDS = {"string": 1, "int32": 2, "int64": 3, "bool": 4, "double": 5, "bytes": 6}
 
@@ -333,15 +356,17 @@ class Codec:
         raise KeyError(f"protobuf: no codec for the special form {form!r}")
 
 
-@functools.cache
-def default_codec() -> Codec:
-    """The codec over the chosen wire twin and the built-in messages (built once).
+def codec_for(schema: Schema) -> Codec:
+    """The codec over the chosen wire twin and the schema's messages (built once per schema, kept on it).
 
     It decodes without the ``""`` strings Go's non-pointer fields always put on the wire
     (kubectl sends ``generateName: ""``, ``uid: ""``...), so request bodies read as the
     JSON kube-apiserver would show.
     """
-    return Codec(omit_empty_strings=True)
+    codec = schema.compiled.get(_CODEC_KEY)
+    if codec is None:
+        codec = schema.compiled[_CODEC_KEY] = Codec(messages=schema.proto_messages, omit_empty_strings=True)
+    return codec  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------ objects
@@ -380,7 +405,7 @@ def encode(schema: Schema, gvk: GVK | tuple[str, str, str], obj: dict[str, Any],
     if not name:
         raise errors.NotAcceptable(f"the kind {_gvk(gvk).kind} has no protobuf encoding")
     try:
-        return (codec or default_codec()).encode_message(name, obj)
+        return (codec or codec_for(schema)).encode_message(name, obj)
     except (TypeError, ValueError, OverflowError) as exc:
         raise errors.InternalError(f"protobuf encoding of {_gvk(gvk).kind} failed: {exc}") from exc
 
@@ -395,7 +420,7 @@ def decode(schema: Schema, gvk: GVK | tuple[str, str, str], data: bytes, codec: 
     name = message_name(schema, gvk)
     if not name:
         raise errors.UnsupportedMediaType(f"the kind {_gvk(gvk).kind} has no protobuf encoding")
-    return (codec or default_codec()).decode_message(name, data)
+    return (codec or codec_for(schema)).decode_message(name, data)
 
 
 def drop_go_zero_values(schema: Schema, obj: dict[str, Any]) -> dict[str, Any]:
@@ -413,7 +438,7 @@ def _drop_go_zero_values(schema: Schema, t: TypeDef, obj: Any) -> None:
     # Go value-typed (non-pointer) ``omitempty`` scalars that clients' marshallers always write: a
     # zero that arrives for one of these is what Go's JSON would omit. Pointer fields (replicas,
     # suspend, ...) keep an explicit zero: the generated Go table tells the two apart.
-    omit = load_go_types().value_omitempty(t.name)
+    omit = schema.go.value_omitempty(t.name) if schema.go is not None else frozenset()
     for key in list(obj):
         value = obj[key]
         if key in omit and value in (0, False) and not isinstance(value, float):
@@ -452,7 +477,7 @@ def unwrap(data: bytes, codec: Codec | None = None) -> tuple[str, str, bytes]:
     """
     if not data.startswith(MAGIC):
         raise errors.BadRequest("protobuf: the body does not start with the k8s protobuf magic")
-    wire = (codec or default_codec()).wire
+    wire = codec.wire if codec is not None else _fast.protowire
     api_version = kind = encoding = ""
     raw = b""
     for number, w, v in _fields(wire, bytes(data[len(MAGIC) :])):
@@ -532,7 +557,7 @@ def encode_list_sized(
     g = _gvk(list_gvk)
     if not message_name(schema, g):
         raise errors.NotAcceptable(f"the kind {g.kind} has no protobuf encoding")
-    c = codec or default_codec()
+    c = codec or codec_for(schema)
     meta = c.encode_message(LIST_META_MESSAGE, list_meta)
     size = c.wire.encoded_list_size(meta, items)
     type_meta = _len_field(0x0A, g.api_version.encode()) + _len_field(0x12, g.kind.encode())
@@ -543,13 +568,15 @@ def encode_list_sized(
 
 def encode_status(status: dict[str, Any], codec: Codec | None = None) -> bytes:
     """The enveloped meta/v1 Status (apiVersion ``v1``, kind ``Status``, as kube-apiserver sends it)."""
-    body = (codec or default_codec()).encode_message(STATUS_MESSAGE, status)
+    # The Status messages are a constant table: no schema is needed (nor at hand, for an error).
+    c = codec if codec is not None else Codec(messages=STATUS_MESSAGES)
+    body = c.encode_message(STATUS_MESSAGE, status)
     return wrap(status.get("apiVersion") or "v1", "Status", body)
 
 
 def watch_frame(event_type: str, object_bytes: bytes, codec: Codec | None = None) -> bytes:
     """One length-prefixed WatchEvent frame around an already-enveloped object."""
-    return (codec or default_codec()).wire.frame_watch_event(event_type, object_bytes)  # type: ignore[no-any-return]
+    return (codec.wire if codec is not None else _fast.protowire).frame_watch_event(event_type, object_bytes)  # type: ignore[no-any-return]
 
 
 def encode_watch_event(schema: Schema, event_type: str, obj: dict[str, Any], codec: Codec | None = None) -> bytes:
@@ -563,7 +590,7 @@ def encode_watch_event(schema: Schema, event_type: str, obj: dict[str, Any], cod
 
 def iter_watch_frames(stream: bytes, codec: Codec | None = None) -> Iterator[tuple[str, bytes]]:
     """``(type, enveloped object bytes)`` of each complete frame of a watch stream; raises BadRequest."""
-    wire = (codec or default_codec()).wire
+    wire = codec.wire if codec is not None else _fast.protowire
     pos = 0
     while pos + 4 <= len(stream):
         size = int.from_bytes(stream[pos : pos + 4], "big")

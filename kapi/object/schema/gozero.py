@@ -9,7 +9,8 @@ empty slice or map is left out. The Go facts come from ``go_fields.json.gz``, ge
 ``tools/gen_go_fields.py`` from the Go types (its format is described there).
 
 ``go_roundtrip`` applies those rules in place; kinds the table does not know (custom
-resources) are left as they are.
+resources) are left as they are. The table is read by ``load_go_types()`` into the schema a
+server builds (``Schema.go``); the walk's compiled plans are kept on that ``GoTypes``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import functools
 import gzip
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -64,27 +65,34 @@ class GoField:
     elem: str = ""  # the struct type of a struct, pointer, slice item or map value; an opaque type
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # hashed by identity: one table per process
+@dataclass(frozen=True, slots=True, eq=False)
 class GoTypes:
-    """The Go facts of the built-in types, by schema type name."""
+    """The Go facts of the built-in types, by schema type name, and what the walk compiles from them."""
 
     types: Mapping[str, Mapping[str, GoField]]
     opaque_zero: Mapping[str, Any]
+    # Derived on first use and kept with the table (so with the server that loaded it).
+    _omitempty: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _plans: dict[str, _Plan] = field(default_factory=dict, repr=False)
 
     def value_omitempty(self, type_name: str) -> frozenset[str]:
         """The ``omitempty`` value scalars of a type: fields Go leaves out when zero."""
-        return _value_omitempty(self, type_name)
+        names = self._omitempty.get(type_name)
+        if names is None:
+            fields = self.types.get(type_name, {})
+            names = self._omitempty[type_name] = frozenset(
+                k for k, f in fields.items() if f.omitempty and f.kind in _SCALAR_ZERO)
+        return names
+
+    def plans(self) -> Mapping[str, _Plan]:
+        """Every type's walk plan (compiled on first use)."""
+        if not self._plans:
+            self._plans.update(_compile_plans(self))
+        return self._plans
 
 
-@functools.cache
-def _value_omitempty(types: GoTypes, type_name: str) -> frozenset[str]:
-    fields = types.types.get(type_name, {})
-    return frozenset(k for k, f in fields.items() if f.omitempty and f.kind in _SCALAR_ZERO)
-
-
-@functools.cache
 def load_go_types() -> GoTypes:
-    """The generated Go facts (read once)."""
+    """The generated Go facts, read from the packaged table (the caller keeps them)."""
     blob = resources.files("kapi.object.schema").joinpath(DATA_FILE).read_bytes()
     data = orjson.loads(gzip.decompress(blob))
     return GoTypes(
@@ -120,10 +128,8 @@ def _constant(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-@functools.cache
-def _plans() -> dict[str, _Plan]:
+def _compile_plans(go: GoTypes) -> dict[str, _Plan]:
     """Every type's plan; sub-plans are shared objects, so recursive types are fine."""
-    go = load_go_types()
     plans = {name: _Plan() for name in go.types}
     empty = _Plan()
 
@@ -248,9 +254,9 @@ def go_roundtrip(schema: Schema, gvk: GVK | tuple[str, str, str], obj: dict[str,
     """
     group, version, kind = gvk if isinstance(gvk, tuple) else (gvk.group, gvk.version, gvk.kind)
     t = schema.type_for(group, version, kind)
-    if t is None or type(obj) is not dict:
+    if t is None or schema.go is None or type(obj) is not dict:
         return obj
-    plan = _plans().get(t.name)
+    plan = schema.go.plans().get(t.name)
     if plan is not None:
         _walk(plan, obj)
     return obj
