@@ -19,25 +19,17 @@ from kapi.object.validation.quantity import _validate_resources
 
 
 _PORT_PROTOCOLS = ("SCTP", "TCP", "UDP")
-
-
 _VOLUME_SOURCES = (
     "emptyDir", "hostPath", "gitRepo", "gcePersistentDisk", "awsElasticBlockStore", "secret", "nfs",
     "iscsi", "glusterfs", "flocker", "persistentVolumeClaim", "rbd", "cinder", "cephfs", "quobyte",
     "downwardAPI", "fc", "flexVolume", "configMap", "azureFile", "vsphereVolume", "photonPersistentDisk",
     "portworxVolume", "azureDisk", "storageos", "projected", "scaleIO", "csi", "ephemeral", "image",
 )
-
-
 # kube-apiserver reports a few sources under odd names; keep them for identical paths.
 _VOLUME_SOURCE_PATHS = MappingProxyType({"downwardAPI": "downwarAPI", "cephfs": "cephFS"})
-
-
 _ENV_FIELD_PATHS = ("metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName",
                     "spec.serviceAccountName", "status.hostIP", "status.hostIPs", "status.podIP",
                     "status.podIPs")
-
-
 _DOWNWARD_CONVERTIBLE = frozenset({
     "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
     "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName", "status.phase",

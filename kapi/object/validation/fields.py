@@ -20,135 +20,20 @@ from kapi.errors import Cause
 
 
 Obj = dict[str, Any]
-
-
 _P = ParamSpec("_P")
 
 
-__all__ = [
-    "REASON_DUPLICATE",
-    "REASON_FORBIDDEN",
-    "REASON_INVALID",
-    "REASON_NOT_FOUND",
-    "REASON_NOT_SUPPORTED",
-    "REASON_REQUIRED",
-    "REASON_TOO_LONG",
-    "REASON_TOO_MANY",
-    "RULE_DNS1035_LABEL",
-    "RULE_DNS1123_LABEL",
-    "RULE_DNS1123_SUBDOMAIN",
-    "RULE_PATH_SEGMENT",
-    "field_duplicate",
-    "field_forbidden",
-    "field_invalid",
-    "field_not_found",
-    "field_not_supported",
-    "field_required",
-    "field_too_long",
-    "go_quote",
-    "is_config_map_key",
-    "is_dns1035_label",
-    "is_dns1123_label",
-    "is_dns1123_subdomain",
-    "is_namespaced",
-    "is_qualified_name",
-    "is_valid_label_value",
-    "is_valid_path_segment_name",
-    "is_valid_port_name",
-    "is_valid_port_num",
-    "name_rule",
-    "parse_quantity",
-    "unique_causes",
-    "validate",
-    "validate_annotations",
-    "validate_cluster_role",
-    "validate_cluster_role_binding",
-    "validate_cluster_role_binding_update",
-    "validate_cluster_role_update",
-    "validate_config_map",
-    "validate_config_map_update",
-    "validate_controller_revision",
-    "validate_controller_revision_update",
-    "validate_cron_job",
-    "validate_cron_job_update",
-    "validate_custom_resource_definition",
-    "validate_custom_resource_definition_update",
-    "validate_daemon_set",
-    "validate_daemon_set_update",
-    "validate_deployment",
-    "validate_deployment_update",
-    "validate_endpoints",
-    "validate_endpoints_update",
-    "validate_event",
-    "validate_event_update",
-    "validate_events_v1_event",
-    "validate_events_v1_event_update",
-    "validate_job",
-    "validate_job_update",
-    "validate_labels",
-    "validate_lease",
-    "validate_lease_update",
-    "validate_name",
-    "validate_namespace",
-    "validate_namespace_update",
-    "validate_node",
-    "validate_node_update",
-    "validate_object_meta",
-    "validate_persistent_volume",
-    "validate_persistent_volume_claim",
-    "validate_persistent_volume_claim_update",
-    "validate_persistent_volume_update",
-    "validate_pod",
-    "validate_pod_template",
-    "validate_pod_template_update",
-    "validate_pod_update",
-    "validate_replica_set",
-    "validate_replica_set_update",
-    "validate_replication_controller",
-    "validate_replication_controller_update",
-    "validate_role",
-    "validate_role_binding",
-    "validate_role_binding_update",
-    "validate_role_update",
-    "validate_secret",
-    "validate_secret_update",
-    "validate_service",
-    "validate_service_update",
-    "validate_stateful_set",
-    "validate_stateful_set_update",
-    "validate_update_meta",
-]
-
-
 REASON_REQUIRED = "FieldValueRequired"
-
-
 REASON_INVALID = "FieldValueInvalid"
-
-
 REASON_FORBIDDEN = "FieldValueForbidden"
-
-
 REASON_DUPLICATE = "FieldValueDuplicate"
-
-
 REASON_NOT_SUPPORTED = "FieldValueNotSupported"
-
-
 REASON_NOT_FOUND = "FieldValueNotFound"
-
-
 REASON_TOO_LONG = "FieldValueTooLong"
-
-
 REASON_TOO_MANY = "FieldValueTooMany"
 
-
 FIELD_IMMUTABLE = "field is immutable"
-
-
 IS_NEGATIVE = "must be greater than or equal to 0"
-
 
 _GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
                "\v": "\\v", "\\": "\\\\", '"': '\\"'}

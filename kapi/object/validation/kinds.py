@@ -31,10 +31,7 @@ from kapi.object.validation.rbac import (RBAC_GROUP, validate_cluster_role, vali
 
 
 _Create = Callable[[Obj], list[Cause]]
-
-
 _Update = Callable[[Obj, Obj], list[Cause]]
-
 
 _STRATEGIES: Mapping[tuple[str, str], tuple[_Create, _Update]] = MappingProxyType({
     ("", "pods"): (validate_pod, validate_pod_update),

@@ -15,8 +15,6 @@ from kapi.object.validation.names import (RULE_DNS1123_SUBDOMAIN, _KINDS, _blen,
 
 
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
-
-
 _STANDARD_FINALIZERS = frozenset({"kubernetes", "orphan", "foregroundDeletion"})
 
 

@@ -30,61 +30,28 @@ def _regex_error(msg: str, fmt: str, *examples: str) -> str:
 
 
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-
-
 _DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters "
                       "or '-', and must start and end with an alphanumeric character")
-
-
 _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-
-
 _DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
                           "characters, '-' or '.', and must start and end with an alphanumeric character")
-
-
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-
-
 _DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                       "start with an alphabetic character, and end with an alphanumeric character")
-
-
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-
-
 _QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
               "with an alphanumeric character")
-
-
 _LABEL_VALUE_FMT = "(" + _QNAME_FMT + ")?"
-
-
 _LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
                     "'-', '_' or '.', and must start and end with an alphanumeric character")
-
-
 _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
-
-
 _CONFIG_KEY_MSG = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
 
-
 _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
-
-
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
-
-
 _DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
-
-
 _QNAME_RE = re.compile(_QNAME_FMT)
-
-
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
-
-
 _CONFIG_KEY_RE = re.compile(_CONFIG_KEY_FMT)
 
 
@@ -215,14 +182,8 @@ def _inclusive_range(lo: int, hi: int) -> str:
 
 
 RULE_DNS1123_SUBDOMAIN = "dns1123-subdomain"
-
-
 RULE_DNS1123_LABEL = "dns1123-label"
-
-
 RULE_DNS1035_LABEL = "dns1035-label"
-
-
 RULE_PATH_SEGMENT = "path-segment"
 
 
@@ -254,7 +215,6 @@ class _Kind:
 
 
 _SUB, _LABEL, _1035, _PATH = RULE_DNS1123_SUBDOMAIN, RULE_DNS1123_LABEL, RULE_DNS1035_LABEL, RULE_PATH_SEGMENT
-
 
 _KINDS: Mapping[tuple[str, str], _Kind] = MappingProxyType({
     ("", "pods"): _Kind(_SUB, True),

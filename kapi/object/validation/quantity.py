@@ -16,16 +16,12 @@ from kapi.object.validation.names import is_qualified_name
 
 
 _QUANTITY_RE = re.compile(r"([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)")
-
-
 _QUANTITY_SUFFIX: Mapping[str, Fraction] = MappingProxyType({
     "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
     "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
     "P": Fraction(10**15), "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
     "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50), "Ei": Fraction(2**60),
 })
-
-
 QUANTITY_FORMAT_ERROR = ("quantities must match the regular expression "
                          "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
 
@@ -63,8 +59,6 @@ def _quantity_text(value: object) -> str:
 
 
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
-
-
 _STANDARD_RESOURCES = frozenset({
     "cpu", "memory", "ephemeral-storage", "storage", "requests.cpu", "requests.memory",
     "requests.storage", "requests.ephemeral-storage", "limits.cpu", "limits.memory",
