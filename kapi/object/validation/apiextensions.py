@@ -1,8 +1,6 @@
-"""apiextensions.k8s.io/v1: custom resource definitions.
-"""
+"""apiextensions.k8s.io/v1: custom resource definitions."""
 
 from __future__ import annotations
-
 
 from kapi.errors import Cause
 from kapi.object.validation.fields import (Obj, _d, _immutable, _l, _s, field_invalid, field_not_supported,

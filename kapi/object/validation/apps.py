@@ -1,5 +1,4 @@
-"""apps/v1: deployments, replica sets, daemon sets, stateful sets, controller revisions.
-"""
+"""apps/v1: deployments, replica sets, daemon sets, stateful sets, controller revisions."""
 
 from __future__ import annotations
 

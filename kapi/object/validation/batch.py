@@ -1,5 +1,4 @@
-"""batch/v1: jobs and cron jobs (with the cron schedule parser's error texts).
-"""
+"""batch/v1: jobs and cron jobs (with the cron schedule parser's error texts)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""coordination.k8s.io/v1: leases.
-"""
+"""coordination.k8s.io/v1: leases."""
 
 from __future__ import annotations
-
 
 from kapi.errors import Cause
 from kapi.object.validation.fields import IS_NEGATIVE, Obj, _d, _i, field_invalid, unique_causes

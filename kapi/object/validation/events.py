@@ -1,8 +1,6 @@
-"""Events: core/v1 (legacy, lenient) and events.k8s.io/v1 (strict), as ``pkg/apis/core/validation/events.go``.
-"""
+"""Events: core/v1 (legacy, lenient) and events.k8s.io/v1 (strict), as ``pkg/apis/core/validation/events.go``."""
 
 from __future__ import annotations
-
 
 from kapi.errors import Cause
 from kapi.object.validation.fields import (Obj, _d, _i, _immutable, _s, field_invalid, field_required,

@@ -1,5 +1,4 @@
-"""Validation by (group, resource): the dispatch the registry used before per-kind strategies.
-"""
+"""Validation by (group, resource): the dispatch the registry used before per-kind strategies."""
 
 from __future__ import annotations
 

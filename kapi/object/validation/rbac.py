@@ -1,5 +1,4 @@
-"""rbac.authorization.k8s.io/v1: roles, cluster roles and their bindings.
-"""
+"""rbac.authorization.k8s.io/v1: roles, cluster roles and their bindings."""
 
 from __future__ import annotations
 
