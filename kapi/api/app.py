@@ -5,31 +5,29 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from functools import partial
+from typing import Any, Callable
 
 import orjson
 import trio
 
 from kapi import errors
-from kapi.chain.authn import Authenticator
+from kapi.chain import filters
+from kapi.chain.authn import Authenticator, PeerCertificates
 from kapi.chain.authz import Authorizer
-from kapi.chain.authn import PeerCertificates
+from kapi.chain.context import RequestContext, RequestInfo, new_request_info, parse_query
 from kapi.metrics import Metrics
 from kapi.api import negotiate
 from kapi.api.discovery import Discovery
 from kapi.api.openapi import Document, OpenAPIDocuments
 from kapi.api.openapi_pb import CONTENT_TYPE as PROTOBUF_CONTENT_TYPE
-from kapi.api.handlers import Handlers, RequestContext
-from kapi.api.request import parse_query, request_info
+from kapi.api.handlers import Handlers
 from kapi.api.responses import Response, status_response, text_response
 
 log = logging.getLogger("kapi.api")
 
-Handler = Callable[[RequestContext], Awaitable[Response]]
 Scope = dict[str, Any]
-_PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
-_IMPERSONATION_HEADERS = {"impersonate-user": "Impersonate-User", "impersonate-group": "Impersonate-Group",
-                          "impersonate-uid": "Impersonate-Uid"}
+_BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
 @dataclass
@@ -74,23 +72,19 @@ class App:
     version_info: dict[str, str]
     metrics: Metrics = field(default_factory=Metrics)
     max_body_bytes: int = 3 * 1024 * 1024
-    request_timeout_s: float = 60.0  # --request-timeout: how long a request body may take to arrive
+    request_timeout_s: float = 60.0  # --request-timeout: the deadline of a non-long-running request
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
     peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
     max_requests_inflight: int = 0  # 0: no limit
     max_mutating_requests_inflight: int = 0
-    _chain: Handler | None = None
-    _inflight: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})  # by mutating
+    chain: filters.Chain = field(init=False)
+    _serve: filters.Handler = field(init=False)
 
     def __post_init__(self) -> None:
-        # Outermost first, in kube-apiserver's order: authenticate, impersonate (refused for now),
-        # limit what is in flight (system:masters exempt), authorize.
-        chain = [self._authenticate, self._refuse_impersonation, self._limit_inflight, self._authorize]
-        handler: Handler = self._route
-        for wrap in reversed(chain):
-            handler = wrap(handler)
-        self._chain = handler
+        self.chain = filters.Chain(self.authn, self.authz, self.metrics, self.request_timeout_s,
+                                   self.max_requests_inflight, self.max_mutating_requests_inflight)
+        self._serve = filters.build(self.chain, self._route)
 
     # ---------------------------------------------------------------- ASGI
 
@@ -103,9 +97,8 @@ class App:
         started = time.perf_counter()
         ctx = None
         try:
-            ctx = await self._context(scope, receive)
-            assert self._chain is not None
-            resp = await self._chain(ctx)
+            ctx = self._context(scope, receive)
+            resp = await self._serve(ctx)
         except errors.StatusError as err:
             resp = status_response(err, proto=ctx is not None and _prefers_protobuf(ctx))
         except Exception:
@@ -129,7 +122,7 @@ class App:
 
     def _observe(self, ctx: RequestContext, code: int, seconds: float) -> None:
         """apiserver_request_total and apiserver_request_duration_seconds (watches: count only)."""
-        info = ctx.info
+        info = ctx.info if ctx.has_info else new_request_info(ctx.method, ctx.path, ctx.query)
         scope = "" if not info.is_resource else ("resource" if info.name else
                                                   "namespace" if info.namespace else "cluster")
         labels = {"verb": _metric_verb(info), "dry_run": ctx.query.get("dryRun", ""), "group": info.group,
@@ -139,86 +132,19 @@ class App:
         if info.verb != "watch":
             self.metrics.request_duration.labels(**labels).observe(seconds)
 
-    async def _context(self, scope: Scope, receive: Any) -> RequestContext:
+    def _context(self, scope: Scope, receive: Any) -> RequestContext:
         # The first value of a repeated header wins, as Go's Header.Get reads it: a proxy in front
         # that checks the first Authorization must not see another user than kapi does.
         headers: dict[str, str] = {}
         for k, v in scope.get("headers", []):
             headers.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
         method = "GET" if scope["type"] == "websocket" else scope["method"]
-        path = scope.get("path", "/")
-        query = parse_query(scope.get("query_string", b""))
-        info = request_info(method, path, query)
-        body = b""
-        if method in ("POST", "PUT", "PATCH", "DELETE"):
-            # A body sent a byte at a time must not hold its connection forever: kube-apiserver
-            # reads it within the request timeout too, and answers 504 when that runs out.
-            with trio.move_on_after(self.request_timeout_s) as reading:
-                body = await _read_body(receive, self.max_body_bytes)
-            if reading.cancelled_caught:
-                raise errors.ServerTimeout("Timeout: request did not complete within requested timeout - "
-                                           "context deadline exceeded")
-        return RequestContext(method, path, query, headers, info, body,
-                              client_cert=self.peer_certificates.get(scope.get("client")))
-
-    # --------------------------------------------------------------- chain
-
-    def _authenticate(self, inner: Handler) -> Handler:
-        async def authenticate(ctx: RequestContext) -> Response:
-            ctx.user = self.authn.authenticate(ctx.header("authorization"), ctx.client_cert)
-            return await inner(ctx)
-
-        return authenticate
-
-    def _refuse_impersonation(self, inner: Handler) -> Handler:
-        """Impersonation headers are refused, not ignored, until the chain implements impersonation:
-        a client asking to act as another user must not silently act as itself."""
-
-        async def refuse(ctx: RequestContext) -> Response:
-            asked = sorted({_IMPERSONATION_HEADERS.get(name, "Impersonate-Extra-*") for name in ctx.headers
-                            if name in _IMPERSONATION_HEADERS or name.startswith("impersonate-extra-")})
-            if asked:
-                raise errors.Forbidden(f"impersonation is not supported yet: this server refuses requests that "
-                                       f"carry {', '.join(asked)}")
-            return await inner(ctx)
-
-        return refuse
-
-    def _limit_inflight(self, inner: Handler) -> Handler:
-        """kube-apiserver's max-in-flight filter: at most ``max_requests_inflight`` reads and
-        ``max_mutating_requests_inflight`` writes are served at once; one more is refused at
-        once with 429 and ``Retry-After: 1``. Watches (long-running) and system:masters are
-        not counted. A request holds its place until its whole answer is sent."""
-        limits = {False: self.max_requests_inflight, True: self.max_mutating_requests_inflight}
-
-        async def limit(ctx: RequestContext) -> Response:
-            info = ctx.info
-            if info.verb == "watch" or "system:masters" in (getattr(ctx.user, "groups", None) or ()):
-                return await inner(ctx)
-            mutating = info.verb not in ("get", "list")
-            if limits[mutating] and self._inflight[mutating] >= limits[mutating]:
-                self.metrics.rejected_inflight.labels(request_kind="mutating" if mutating else "readOnly").inc()
-                raise errors.TooManyRequests("Too many requests, please try again later.", retry_after_s=1)
-            self._inflight[mutating] += 1
-
-            def release() -> None:
-                self._inflight[mutating] -= 1
-
-            ctx.on_done.append(release)
-            return await inner(ctx)
-
-        return limit
-
-    def _authorize(self, inner: Handler) -> Handler:
-        async def authorize(ctx: RequestContext) -> Response:
-            info = ctx.info
-            if info.is_resource:
-                self.authz.authorize(ctx.user, info.verb, info.resource, info.group, info.namespace, info.name)
-            elif ctx.path not in _PUBLIC_PATHS and not ctx.path.startswith(("/healthz/", "/livez/", "/readyz/")):
-                self.authz.authorize(ctx.user, info.verb, "", "", "", "")
-            return await inner(ctx)
-
-        return authorize
+        ctx = RequestContext(method, scope.get("path", "/"), parse_query(scope.get("query_string", b"")), headers,
+                             client_cert=self.peer_certificates.get(scope.get("client")))
+        if method in _BODY_METHODS:
+            # Read only when a handler asks, after authorization, and within the request's deadline.
+            ctx.body_reader = partial(_read_body, receive, self.max_body_bytes)
+        return ctx
 
     # -------------------------------------------------------------- router
 
@@ -302,10 +228,10 @@ class App:
 def _prefers_protobuf(ctx: RequestContext) -> bool:
     """Errors are answered in protobuf to a client whose first choice is protobuf (client-go's)."""
     types = negotiate.parse_media_types(ctx.header("accept"))
-    return bool(types) and types[0].type == negotiate.PROTOBUF and ctx.info.is_resource
+    return bool(types) and types[0].type == negotiate.PROTOBUF and ctx.has_info and ctx.info.is_resource
 
 
-def _metric_verb(info: Any) -> str:
+def _metric_verb(info: RequestInfo) -> str:
     """kube-apiserver's verb label: LIST, WATCH, GET, POST, PUT, PATCH, DELETE, DELETECOLLECTION."""
     if not info.is_resource:
         return str(info.verb).upper()

@@ -1,4 +1,4 @@
-"""One coroutine per verb: decode the request, call the registry, write the response."""
+"""One coroutine per verb: decode the request, call the registry, write the response; ``VERBS`` routes to them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import orjson
 import trio
@@ -15,11 +15,11 @@ from kapi import errors
 from kapi.encoding import protobuf
 from kapi.object import typed
 from kapi._fast import list_body
-from kapi.chain.authn import User
 from kapi.chain.authz import Authorizer
+from kapi.chain.context import RequestContext, RequestInfo, UserInfo
 from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
 from kapi.object.managedfields.entries import manager_name
-from kapi.object.patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from kapi.object.patch import PatchTarget, patcher_for
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.listing import ListPage
@@ -28,7 +28,6 @@ from kapi.object.schema import Schema, prune_unknown_fields, unknown_fields
 from kapi.object.validation import field_invalid
 from kapi.api import negotiate
 from kapi.api.negotiate import JSON, PROTOBUF, YAML, Output
-from kapi.api.request import RequestInfo
 from kapi.api.responses import Response, object_response, success_status
 from kapi.encoding.tables import build_object_table, build_table
 
@@ -37,25 +36,6 @@ _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 _SCALE = ("autoscaling", "v1", "Scale")
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
-
-
-@dataclass
-class RequestContext:
-    """One request as the handlers see it (no ASGI scope)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]
-    info: RequestInfo
-    body: bytes = b""
-    user: Any = None
-    warnings: list[str] = field(default_factory=list)
-    client_cert: bytes | None = None  # DER of the verified TLS client certificate
-    on_done: list[Callable[[], None]] = field(default_factory=list)  # run once the answer is sent
-
-    def header(self, name: str) -> str:
-        return self.headers.get(name, "")
 
 
 @dataclass
@@ -105,12 +85,14 @@ class Handlers:
         allowed = res.verbs if not info.subresource else ("get", "patch", "update")
         if info.subresource == "finalize":
             allowed = ("update",)
-        named_only = verb in ("update", "patch") and not info.name
-        collection_only = verb == "create" and bool(info.name)
-        if named_only or collection_only or verb not in allowed and not (verb == "watch" and "watch" in res.verbs):
+        route = VERBS.get(verb)
+        if route is None or route.named is not None and route.named != bool(info.name) \
+                or verb not in allowed and not (verb == "watch" and "watch" in res.verbs):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
-        method = getattr(self, verb)
-        resp: Response = await method(ctx, res)
+        # The body is read here, after the whole chain (authorized) and the route checks: a client
+        # refused on the way never has its body read.
+        await ctx.read_body()
+        resp: Response = await route.serve(self, ctx, res)
         for w in ctx.warnings:
             quoted = w.replace("\\", "\\\\").replace('"', '\\"')
             resp.headers.append(("Warning", f'299 - "{quoted}"'))
@@ -284,7 +266,7 @@ class Handlers:
             return review
         spec = obj.get("spec") or {}
         if res.kind in ("SubjectAccessReview", "LocalSubjectAccessReview"):
-            subject = User(spec.get("user", ""), spec.get("uid", ""), tuple(spec.get("groups") or ()))
+            subject = UserInfo(spec.get("user", ""), spec.get("uid", ""), tuple(spec.get("groups") or ()))
         else:
             subject = user
         allowed, reason = self.authorizer.allowed(subject)
@@ -315,7 +297,7 @@ class Handlers:
         info = ctx.info
         opts = self._write_options(ctx)
         out = self._out(ctx, res)
-        ptype = negotiate.body_media_type(ctx.header("content-type"), patch=True)
+        patcher = patcher_for(ctx.header("content-type"))
         try:
             patch = typed.load_json(ctx.body) if ctx.body.strip() else None
         except orjson.JSONDecodeError as exc:
@@ -326,6 +308,7 @@ class Handlers:
         is_scale = info.subresource == "scale"
         gvk = _SCALE if is_scale else (res.group, res.version, res.kind)
         root = self.schema.type_for(*gvk)
+        target = PatchTarget(self.schema, gvk, max_copy_bytes=self.max_body_bytes)
         attempts = 0
 
         def mutate(current: Obj) -> Obj:
@@ -334,18 +317,7 @@ class Handlers:
             if attempts > 1:
                 patch = typed.load_json(ctx.body)  # a retry starts from the patch as sent (the last result may share it)
             original_rv = current.get("metadata", {}).get("resourceVersion")
-            if ptype == "application/json-patch+json":
-                if not isinstance(patch, list):
-                    raise errors.BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-                new = apply_json_patch(current, patch, max_copy_bytes=self.max_body_bytes)
-            elif ptype == "application/merge-patch+json":
-                if not isinstance(patch, dict):
-                    raise errors.BadRequest("error decoding patch: a merge patch must be a JSON object")
-                new = apply_merge_patch(current, patch)
-            else:
-                if not isinstance(patch, dict):
-                    raise errors.BadRequest("error decoding patch: a strategic merge patch must be a JSON object")
-                new = apply_strategic_merge_patch(current, patch, self.schema, gvk)
+            new = patcher(current, patch, target)
             if not isinstance(new, dict):
                 raise errors.BadRequest("the patch did not produce an object")
             try:
@@ -464,6 +436,26 @@ class Handlers:
         # The deadline is kept by the code that pumps the stream, not by a cancel scope inside a
         # generator: a scope open across a yield corrupts trio's scope stack when the watch closes.
         return Response(200, b"", content_type, stream=lines, deadline=deadline)
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """A verb's handler and where it may be asked: ``named`` True on an object only, False on a collection only."""
+
+    serve: Callable[[Handlers, RequestContext, Resource], Awaitable[Response]]
+    named: bool | None = None
+
+
+VERBS: dict[str, Verb] = {
+    "get": Verb(Handlers.get),
+    "list": Verb(Handlers.list),
+    "watch": Verb(Handlers.watch),
+    "create": Verb(Handlers.create, named=False),
+    "update": Verb(Handlers.update, named=True),
+    "patch": Verb(Handlers.patch, named=True),
+    "delete": Verb(Handlers.delete),
+    "deletecollection": Verb(Handlers.deletecollection),
+}
 
 
 async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:

@@ -10,8 +10,6 @@ JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 SERVED_TYPES = (JSON, YAML, PROTOBUF)
-PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
-               "application/strategic-merge-patch+json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,17 +95,9 @@ def choose_output(accept: str, *, allow_as: tuple[str, ...] = ("Table", "Partial
     raise _not_acceptable(protobuf)
 
 
-def body_media_type(content_type: str, *, patch: bool = False, protobuf: bool = True) -> str:
-    """The media type of a request body; 415 for one kapi does not read."""
+def body_media_type(content_type: str, *, protobuf: bool = True) -> str:
+    """The media type of an object body; 415 for one kapi does not read (patch types: kapi.object.patch)."""
     base = content_type.split(";", 1)[0].strip().lower()
-    if patch:
-        if base in PATCH_TYPES:
-            return base
-        if base == "application/apply-patch+yaml":
-            raise errors.UnsupportedMediaType(f'the server does not support the patch type "{base}" yet '
-                                              "(server-side apply)")
-        raise errors.UnsupportedMediaType(f"the media type {base!r} is not a patch type: use one of "
-                                          + ", ".join(PATCH_TYPES))
     if not base:
         return JSON
     if base in (JSON, YAML, "application/yml", "text/yaml"):

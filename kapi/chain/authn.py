@@ -11,21 +11,14 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from kapi import errors
+from kapi.chain.context import UserInfo
+
+ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
 
 
-@dataclass(frozen=True, slots=True)
-class User:
-    name: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-
-
-ANONYMOUS = User("system:anonymous", groups=("system:unauthenticated",))
-
-
-def read_token_file(path: str) -> dict[str, User]:
+def read_token_file(path: str) -> dict[str, UserInfo]:
     """kube-apiserver's --token-auth-file: ``token,user,uid,"group1,group2"`` per line."""
-    users: dict[str, User] = {}
+    users: dict[str, UserInfo] = {}
     with open(path, newline="") as f:
         for lineno, row in enumerate(csv.reader(f), 1):
             if not row or row[0].startswith("#"):
@@ -33,18 +26,18 @@ def read_token_file(path: str) -> dict[str, User]:
             if len(row) < 3:
                 raise ValueError(f"{path}:{lineno}: need at least token,user,uid")
             groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if len(row) > 3 else ()
-            users[row[0].strip()] = User(row[1].strip(), row[2].strip(), groups + ("system:authenticated",))
+            users[row[0].strip()] = UserInfo(row[1].strip(), row[2].strip(), groups + ("system:authenticated",))
     return users
 
 
 @dataclass
 class Authenticator:
-    """Maps a request's credentials to a User, or refuses it with 401."""
+    """Maps a request's credentials to a UserInfo, or refuses it with 401."""
 
-    tokens: dict[str, User] = field(default_factory=dict)
+    tokens: dict[str, UserInfo] = field(default_factory=dict)
     anonymous: bool = True
 
-    def authenticate(self, authorization: str, client_cert_der: bytes | None = None) -> User:
+    def authenticate(self, authorization: str, client_cert_der: bytes | None = None) -> UserInfo:
         """x509 first (the TLS layer verified the chain against kapi's CA), then a bearer token."""
         if client_cert_der:
             return user_from_certificate(client_cert_der)
@@ -61,14 +54,14 @@ class Authenticator:
         raise errors.Unauthorized("Unauthorized")
 
 
-def user_from_certificate(der: bytes) -> User:
+def user_from_certificate(der: bytes) -> UserInfo:
     """kube-apiserver's x509 mapping: CN is the user name, each O a group."""
     cert = x509.load_der_x509_certificate(der)
     cn = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
     orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
     if not cn:
         raise errors.Unauthorized("Unauthorized")
-    return User(str(cn[0]), groups=tuple(str(o) for o in orgs) + ("system:authenticated",))
+    return UserInfo(str(cn[0]), groups=tuple(str(o) for o in orgs) + ("system:authenticated",))
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kapi import errors
-from kapi.chain.authn import User
+from kapi.chain.context import UserInfo
 
 MODES = ("AlwaysAllow", "AlwaysDeny")
 
@@ -19,7 +19,7 @@ class Authorizer:
             if m not in MODES:
                 raise ValueError(f"unsupported authorization mode {m!r}; supported: {', '.join(MODES)}")
 
-    def allowed(self, user: User) -> tuple[bool, str]:
+    def allowed(self, user: UserInfo) -> tuple[bool, str]:
         """The decision for ``user`` (any attributes): (allowed, reason)."""
         if "system:masters" in user.groups:
             return True, "the user is in group system:masters"
@@ -28,7 +28,7 @@ class Authorizer:
                 return True, "authorization mode AlwaysAllow"
         return False, ""
 
-    def authorize(self, user: User, verb: str, resource: str, group: str, namespace: str, name: str) -> None:
+    def authorize(self, user: UserInfo, verb: str, resource: str, group: str, namespace: str, name: str) -> None:
         """Raise 403 Forbidden unless a mode allows the request; system:masters always may."""
         if self.allowed(user)[0]:
             return

@@ -10,26 +10,34 @@ most ``MAX_JSON_PATCH_OPERATIONS`` operations and its ``copy`` operations may
 add at most ``max_copy_bytes`` in all (kube-apiserver's ``JSONPatchMaxCopyBytes``,
 the maximum request body size); every recursive walk stops at ``MAX_DEPTH``
 levels with a 4xx, and list merges look elements up by key, not by scanning.
+
+``PATCHERS`` is the patch types by media type (kube's patch handler's switch on the
+Content-Type): ``patcher_for`` picks one, or answers 415.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge, StatusError
+from kapi.errors import BadRequest, Invalid, RequestEntityTooLarge, StatusError, UnsupportedMediaType
 from kapi.object.schema import GVK, FieldDef, Schema
 
 __all__ = [
     "DEFAULT_MAX_COPY_BYTES",
     "MAX_DEPTH",
     "MAX_JSON_PATCH_OPERATIONS",
+    "PATCHERS",
     "PatchError",
+    "PatchTarget",
+    "Patcher",
     "apply_json_patch",
     "apply_merge_patch",
     "apply_strategic_merge_patch",
+    "patcher_for",
 ]
 
 MAX_JSON_PATCH_OPERATIONS = 10000
@@ -666,3 +674,52 @@ def apply_strategic_merge_patch(doc: Any, patch: Any, schema: Schema, gvk: GVK |
     if not isinstance(original, dict):
         original = {}
     return _Merger(schema).merge_map(original, _copy_or_400(patch), root)
+
+
+@dataclass(frozen=True, slots=True)
+class PatchTarget:
+    """What a patch applies to, beyond the document: its kind (for strategic merge) and the copy budget."""
+
+    schema: Schema
+    gvk: GVK | tuple[str, str, str]
+    max_copy_bytes: int = DEFAULT_MAX_COPY_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class Patcher:
+    """One patch type: the JSON shape its body must have (else 400 with ``wrong_shape``) and how it applies."""
+
+    shape: type
+    wrong_shape: str
+    apply: Callable[[Any, Any, PatchTarget], Any]
+
+    def __call__(self, doc: Any, patch: Any, target: PatchTarget) -> Any:
+        if not isinstance(patch, self.shape):
+            raise BadRequest(self.wrong_shape)
+        return self.apply(doc, patch, target)
+
+
+# The served patch types; application/apply-patch+yaml (server-side apply) is known but not served yet.
+PATCHERS: dict[str, Patcher] = {
+    "application/json-patch+json": Patcher(
+        list, "json: cannot unmarshal object into Go value of type jsonpatch.Patch",
+        lambda doc, patch, t: apply_json_patch(doc, patch, max_copy_bytes=t.max_copy_bytes)),
+    "application/merge-patch+json": Patcher(
+        dict, "error decoding patch: a merge patch must be a JSON object",
+        lambda doc, patch, t: apply_merge_patch(doc, patch)),
+    "application/strategic-merge-patch+json": Patcher(
+        dict, "error decoding patch: a strategic merge patch must be a JSON object",
+        lambda doc, patch, t: apply_strategic_merge_patch(doc, patch, t.schema, t.gvk)),
+}
+_NOT_YET = {"application/apply-patch+yaml": "server-side apply"}
+
+
+def patcher_for(content_type: str) -> Patcher:
+    """The patcher of a request's Content-Type (parameters ignored); 415 for any other type."""
+    base = content_type.split(";", 1)[0].strip().lower()
+    patcher = PATCHERS.get(base)
+    if patcher is not None:
+        return patcher
+    if base in _NOT_YET:
+        raise UnsupportedMediaType(f'the server does not support the patch type "{base}" yet ({_NOT_YET[base]})')
+    raise UnsupportedMediaType(f"the media type {base!r} is not a patch type: use one of " + ", ".join(PATCHERS))

@@ -19,7 +19,8 @@ from kapi.api.app import App, Health
 from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
-from kapi.chain.authn import Authenticator, User, read_token_file
+from kapi.chain.authn import Authenticator, read_token_file
+from kapi.chain.context import UserInfo
 from kapi.chain.authz import Authorizer
 from kapi.cacher.cache import Cacher
 from kapi.encoding.codec import release_free_memory
@@ -222,11 +223,11 @@ def make_cachers(config: Config, registry: Registry) -> list[Cacher]:
 def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
     table = registry.table
     schema = load_builtin()
-    tokens: dict[str, User] = {}
+    tokens: dict[str, UserInfo] = {}
     if config.token_auth_file:
         tokens.update(read_token_file(config.token_auth_file))
     if token:
-        tokens[token] = User("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
+        tokens[token] = UserInfo("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
     authorizer = Authorizer(tuple(config.authorization_mode))
     return App(

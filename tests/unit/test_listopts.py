@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from kapi import errors
-from kapi.api.request import request_info
+from kapi.chain.context import new_request_info
 from kapi.object.listopts import decode_continue, encode_continue, parse_list_options
 
 
@@ -109,4 +109,4 @@ def test_bool_parameters_read_as_kube_reads_them(value: str, want: bool) -> None
     opts = parse_list_options({"watch": value, "allowWatchBookmarks": value})
     assert (opts.watch, opts.allow_watch_bookmarks) == (want, want)
     assert parse_list_options({}).watch is False
-    assert request_info("GET", "/api/v1/configmaps", {"watch": value}).verb == ("watch" if want else "list")
+    assert new_request_info("GET", "/api/v1/configmaps", {"watch": value}).verb == ("watch" if want else "list")

@@ -1,0 +1,183 @@
+"""One request as the filter chain and the handlers see it: RequestInfo, UserInfo, RequestContext.
+
+No ASGI here: the app (kapi.api.app) builds the context from the scope, the chain's filters fill
+in what they resolve (request info, user, deadline), and the handlers read the body through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable, Mapping
+from urllib.parse import parse_qsl, unquote
+
+from kapi.object.listopts import query_bool
+
+BodyReader = Callable[[], Awaitable[bytes]]
+
+# kube-apiserver's long-running check (BasicLongRunningRequestCheck as kube-apiserver configures it):
+# these requests get no request deadline and are not counted in flight.
+LONG_RUNNING_VERBS = frozenset(("watch", "proxy"))
+LONG_RUNNING_SUBRESOURCES = frozenset(("attach", "exec", "proxy", "log", "portforward"))
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """The parsed target of a request (kube's RequestInfo); ``is_resource`` is False for /healthz, /version, ..."""
+
+    is_resource: bool
+    path: str
+    verb: str  # get list watch create update patch delete deletecollection (or the HTTP verb lowered)
+    api_prefix: str = ""  # "api" or "apis"
+    group: str = ""
+    version: str = ""
+    namespace: str = ""
+    resource: str = ""
+    subresource: str = ""
+    name: str = ""
+    parts: tuple[str, ...] = ()
+
+    @property
+    def long_running(self) -> bool:
+        """A watch (or exec, attach, logs, port-forward, proxy): no request deadline, not counted in flight."""
+        return self.verb in LONG_RUNNING_VERBS or self.is_resource and self.subresource in LONG_RUNNING_SUBRESOURCES
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    """Who makes a request, as kube's user.Info: name, uid, groups, extra."""
+
+    name: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def parse_query(raw: bytes | str) -> dict[str, str]:
+    """The query string as a dict; the first value wins for repeated keys."""
+    text = raw.decode("latin-1") if isinstance(raw, bytes) else raw
+    out: dict[str, str] = {}
+    for k, v in parse_qsl(text, keep_blank_values=True):
+        out.setdefault(k, v)
+    return out
+
+
+def new_request_info(method: str, path: str, query: dict[str, str]) -> RequestInfo:
+    """Parse ``path`` the way kube-apiserver's RequestInfoFactory does."""
+    parts = tuple(unquote(p) for p in path.strip("/").split("/")) if path.strip("/") else ()
+    lower = method.lower()
+    if not parts or parts[0] not in ("api", "apis"):
+        return RequestInfo(False, path, lower, parts=parts)
+    prefix = parts[0]
+    rest = list(parts[1:])
+    group = ""
+    if prefix == "apis":
+        if not rest:
+            return RequestInfo(False, path, lower, api_prefix=prefix, parts=parts)
+        group = rest.pop(0)
+    if not rest:
+        return RequestInfo(False, path, lower, api_prefix=prefix, group=group, parts=parts)
+    version = rest.pop(0)
+    if not rest:
+        return RequestInfo(False, path, lower, api_prefix=prefix, group=group, version=version, parts=parts)
+    verb = {"post": "create", "get": "get", "head": "get", "put": "update", "patch": "patch",
+            "delete": "delete"}.get(lower, lower)
+    watch_path = False
+    if rest[0] == "watch":
+        watch_path = True
+        rest.pop(0)
+        verb = "watch"
+    namespace = ""
+    if rest and rest[0] == "namespaces":
+        if len(rest) > 1:
+            namespace = rest[1]
+            if len(rest) > 2 and rest[2] not in ("finalize", "status"):
+                rest = rest[2:]
+            else:
+                # /namespaces/<name>[/status|/finalize] addresses the namespace itself.
+                namespace = ""
+                rest = ["namespaces", rest[1]] + rest[2:]
+    resource = rest[0] if rest else ""
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if not name and verb == "get":
+        verb = "list"
+    if verb == "list" and query_bool(query, "watch"):
+        verb = "watch"
+    if verb == "delete" and not name:
+        verb = "deletecollection"
+    if watch_path and verb != "watch":
+        verb = "watch"
+    if len(rest) > 3:
+        subresource = "/".join(rest[2:])
+    return RequestInfo(True, path, verb, prefix, group, version, namespace, resource, subresource, name, parts)
+
+
+async def _no_body() -> bytes:
+    return b""
+
+
+@dataclass(eq=False)
+class RequestContext:
+    """One request, typed: what the client sent, then what each filter resolved.
+
+    ``info`` is set by the request_info filter, ``user`` by authenticate, ``deadline`` by the
+    deadline filter (None: long-running, or outside the chain); the body is read only when a
+    handler asks for it (``read_body``), which is after authorization.
+    """
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    client_cert: bytes | None = None  # DER of the verified TLS client certificate
+    body_reader: BodyReader = _no_body  # reads the whole body (bounded by --max-body-bytes), once
+    deadline: float | None = None  # trio time by which a non-long-running request must be answered
+    warnings: list[str] = field(default_factory=list)
+    on_done: list[Callable[[], None]] = field(default_factory=list)  # run once the answer is sent
+    _info: RequestInfo | None = field(default=None, init=False, repr=False)
+    _user: UserInfo | None = field(default=None, init=False, repr=False)
+    _body: bytes | None = field(default=None, init=False, repr=False)
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name, "")
+
+    @property
+    def info(self) -> RequestInfo:
+        if self._info is None:
+            raise RuntimeError("no request info yet: the request_info filter sets it")
+        return self._info
+
+    @info.setter
+    def info(self, value: RequestInfo) -> None:
+        self._info = value
+
+    @property
+    def has_info(self) -> bool:
+        return self._info is not None
+
+    @property
+    def user(self) -> UserInfo:
+        if self._user is None:
+            raise RuntimeError("no user yet: the authenticate filter sets it")
+        return self._user
+
+    @user.setter
+    def user(self, value: UserInfo) -> None:
+        self._user = value
+
+    @property
+    def body_read(self) -> bool:
+        return self._body is not None
+
+    @property
+    def body(self) -> bytes:
+        """The body read by ``read_body``; reading it before that is a bug in the caller."""
+        if self._body is None:
+            raise RuntimeError("the request body has not been read (await ctx.read_body() first)")
+        return self._body
+
+    async def read_body(self) -> bytes:
+        """Read the body once (later calls return it again); errors as the reader raises them (413, 400)."""
+        if self._body is None:
+            self._body = await self.body_reader()
+        return self._body

@@ -1,0 +1,156 @@
+"""The filter chain as data: ``CHAIN``, read top-down, outermost first (kube's DefaultBuildHandlerChain).
+
+Each filter is a small coroutine over the chain's settings, the request context and the next
+handler; ``build`` folds them around the innermost handler (the router). A filter answers by
+returning what the next handler returned, or refuses by raising a ``StatusError`` (the app at the
+edge writes it as a Status).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Sequence
+
+import trio
+
+from kapi import errors
+from kapi.chain.authn import Authenticator
+from kapi.chain.authz import Authorizer
+from kapi.chain.context import RequestContext, new_request_info
+from kapi.metrics import Metrics
+
+log = logging.getLogger("kapi.chain")
+
+Handler = Callable[[RequestContext], Awaitable[Any]]
+
+# kube's WithTimeoutForNonLongRunningRequests answers a request past its deadline with this Status.
+TIMEOUT_MESSAGE = "Timeout: request did not complete within the allotted timeout"
+_PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+_PUBLIC_PREFIXES = ("/healthz/", "/livez/", "/readyz/")
+_IMPERSONATION_HEADERS = {"impersonate-user": "Impersonate-User", "impersonate-group": "Impersonate-Group",
+                          "impersonate-uid": "Impersonate-Uid"}
+
+
+@dataclass
+class Chain:
+    """What the filters need, built once per server: authenticator, authorizer, limits, timeouts."""
+
+    authn: Authenticator
+    authz: Authorizer
+    metrics: Metrics = field(default_factory=Metrics)
+    request_timeout_s: float = 60.0  # --request-timeout: the deadline of a non-long-running request
+    max_requests_inflight: int = 0  # 0: no limit
+    max_mutating_requests_inflight: int = 0
+    inflight: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})  # by mutating
+
+
+Filter = Callable[[Chain, RequestContext, Handler], Awaitable[Any]]
+
+
+async def recover(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithPanicRecovery: a crash below is logged with its request and answered 500, never raw."""
+    try:
+        return await inner(ctx)
+    except errors.StatusError:
+        raise
+    except Exception:
+        log.exception("internal error serving %s %s", ctx.method, ctx.path)
+        raise errors.InternalError("an error on the server has prevented the request from succeeding") from None
+
+
+async def request_info(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithRequestInfo: what the path and method address (verb, group, resource, name, ...)."""
+    ctx.info = new_request_info(ctx.method, ctx.path, ctx.query)
+    return await inner(ctx)
+
+
+async def deadline(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithRequestDeadline and timeout filter: a non-long-running request gets --request-timeout,
+    and one not answered by then is a 504 Timeout. Watches keep their own timeout (timeoutSeconds, or
+    a random time from --min-request-timeout), which the response stream keeps.
+
+    The deadline covers reading the body (a body sent a byte at a time ends here too) and the handler
+    making its answer; a LIST body streamed after it is not cut off (its length is already promised).
+    """
+    if ctx.info.long_running:
+        return await inner(ctx)
+    ctx.deadline = trio.current_time() + chain.request_timeout_s
+    with trio.move_on_at(ctx.deadline):
+        return await inner(ctx)
+    raise errors.ServerTimeout(TIMEOUT_MESSAGE)
+
+
+async def authenticate(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithAuthentication: x509, then a bearer token, then anonymous (if allowed); else 401."""
+    ctx.user = chain.authn.authenticate(ctx.header("authorization"), ctx.client_cert)
+    return await inner(ctx)
+
+
+async def refuse_impersonation(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """Where kube's WithImpersonation sits: impersonation headers are refused (403), not ignored, until
+    impersonation is implemented: a client asking to act as another user must not silently act as itself."""
+    asked = sorted({_IMPERSONATION_HEADERS.get(name, "Impersonate-Extra-*") for name in ctx.headers
+                    if name in _IMPERSONATION_HEADERS or name.startswith("impersonate-extra-")})
+    if asked:
+        raise errors.Forbidden(f"impersonation is not supported yet: this server refuses requests that "
+                               f"carry {', '.join(asked)}")
+    return await inner(ctx)
+
+
+async def limit_in_flight(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's max-in-flight filter (API Priority and Fairness replaces it here next).
+
+    At most ``max_requests_inflight`` reads and ``max_mutating_requests_inflight`` writes are served
+    at once; one more is refused at once with 429 and ``Retry-After: 1``. Long-running requests
+    (watches) and system:masters are not counted. A request holds its place until its whole
+    answer is sent (released by ``on_done``).
+    """
+    info = ctx.info
+    if info.long_running or "system:masters" in ctx.user.groups:
+        return await inner(ctx)
+    mutating = info.verb not in ("get", "list")
+    limit = chain.max_mutating_requests_inflight if mutating else chain.max_requests_inflight
+    if limit and chain.inflight[mutating] >= limit:
+        chain.metrics.rejected_inflight.labels(request_kind="mutating" if mutating else "readOnly").inc()
+        raise errors.TooManyRequests("Too many requests, please try again later.", retry_after_s=1)
+    chain.inflight[mutating] += 1
+
+    def release() -> None:
+        chain.inflight[mutating] -= 1
+
+    ctx.on_done.append(release)
+    return await inner(ctx)
+
+
+async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithAuthorization: 403 unless a mode allows the user this verb (health and version are public)."""
+    info = ctx.info
+    if info.is_resource:
+        chain.authz.authorize(ctx.user, info.verb, info.resource, info.group, info.namespace, info.name)
+    elif ctx.path not in _PUBLIC_PATHS and not ctx.path.startswith(_PUBLIC_PREFIXES):
+        chain.authz.authorize(ctx.user, info.verb, "", "", "", "")
+    return await inner(ctx)
+
+
+# Outermost first. Request info before the deadline (a watch is long-running: no deadline);
+# authenticate inside the deadline (a slow token check is bounded too) and before the in-flight
+# limit (system:masters is exempt); authorize last, so a user exists. The body is read by the
+# handlers, after all of these: an unauthenticated or forbidden client never gets its body read.
+CHAIN: tuple[Filter, ...] = (recover, request_info, deadline, authenticate, refuse_impersonation,
+                             limit_in_flight, authorize)
+
+
+def build(chain: Chain, handler: Handler, filters: Sequence[Filter] = CHAIN) -> Handler:
+    """``handler`` wrapped in ``filters``, the first outermost."""
+    for f in reversed(filters):
+        handler = _wrap(f, chain, handler)
+    return handler
+
+
+def _wrap(f: Filter, chain: Chain, inner: Handler) -> Handler:
+    async def filtered(ctx: RequestContext) -> Any:
+        return await f(chain, ctx, inner)
+
+    filtered.__qualname__ = f.__name__
+    return filtered
