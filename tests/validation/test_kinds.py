@@ -3,24 +3,40 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
-from kapi.object.defaults import apply_defaults
 from kapi.errors import Cause
-from kapi.object.validation import validate
+from kapi.object import validation
+from kapi.object.defaults import (default_cluster_role_binding, default_cron_job,
+    default_custom_resource_definition, default_daemon_set, default_deployment, default_job,
+    default_namespace, default_node, default_persistent_volume, default_persistent_volume_claim, default_pod,
+    default_replica_set, default_role_binding, default_secret, default_service, default_stateful_set)
+from kapi.object.validation import (field_required, unique_causes, validate, validate_cluster_role_binding,
+    validate_config_map, validate_config_map_update, validate_cron_job, validate_custom_resource_definition,
+    validate_daemon_set, validate_daemon_set_update, validate_deployment, validate_deployment_update,
+    validate_event, validate_job, validate_job_update, validate_lease, validate_namespace, validate_node,
+    validate_node_update, validate_persistent_volume, validate_persistent_volume_claim, validate_pod,
+    validate_pod_update, validate_replica_set, validate_role, validate_role_binding,
+    validate_role_binding_update, validate_secret, validate_secret_update, validate_service,
+    validate_service_update, validate_stateful_set, validate_stateful_set_update)
 
 Obj = dict[str, Any]
-RBAC = "rbac.authorization.k8s.io"
+Defaulter = Callable[[Obj, "Obj | None"], None]
+Create = Callable[[Obj], list[Cause]]
+Update = Callable[[Obj, Obj], list[Cause]]
 
 
-def _create(resource: str, group: str, obj: Obj) -> list[Cause]:
-    apply_defaults(resource, group, obj)
-    return validate(resource, group, obj)
+def _create(default: Defaulter | None, check: Create, obj: Obj) -> list[Cause]:
+    if default is not None:
+        default(obj, None)
+    return check(obj)
 
 
-def _update(resource: str, group: str, new: Obj, old: Obj) -> list[Cause]:
-    apply_defaults(resource, group, new, old=old)
-    return validate(resource, group, new, old)
+def _update(default: Defaulter | None, check: Update, new: Obj, old: Obj) -> list[Cause]:
+    if default is not None:
+        default(new, old)
+    return check(new, old)
 
 
 def _pairs(causes: list[Cause]) -> list[tuple[str, str]]:
@@ -51,11 +67,11 @@ def _deployment(selector: Obj | None = None, labels: dict[str, str] | None = Non
 def test_valid_pod(pod_json: Obj) -> None:
     pod_json["metadata"].pop("resourceVersion")
     pod_json.pop("status")
-    assert _create("pods", "", pod_json) == []
+    assert _create(default_pod, validate_pod, pod_json) == []
 
 
 def test_pod_needs_a_container() -> None:
-    assert _pairs(_create("pods", "", _pod(containers=[]))) == [("spec.containers", "Required value")]
+    assert _pairs(_create(default_pod, validate_pod, _pod(containers=[]))) == [("spec.containers", "Required value")]
 
 
 def test_pod_container_rules() -> None:
@@ -64,7 +80,7 @@ def test_pod_container_rules() -> None:
         {"name": "side", "image": ""},
         {"name": "side", "image": "b", "ports": [{"containerPort": 70000}, {"containerPort": 80, "protocol": "HTTP"}]},
     ])
-    causes = _pairs(_create("pods", "", pod))
+    causes = _pairs(_create(default_pod, validate_pod, pod))
     assert ("spec.containers[0].name",
             'Invalid value: "App": a lowercase RFC 1123 label must consist of lower case alphanumeric characters '
             "or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
@@ -75,12 +91,12 @@ def test_pod_container_rules() -> None:
     assert ("spec.containers[2].ports[1].protocol",
             'Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"') in causes
     assert ("spec.containers[2].name", 'Duplicate value: "side"') in causes
-    assert {c.reason for c in _create("pods", "", copy.deepcopy(pod))} == {
+    assert {c.reason for c in _create(default_pod, validate_pod, copy.deepcopy(pod))} == {
         "FieldValueInvalid", "FieldValueRequired", "FieldValueNotSupported", "FieldValueDuplicate"}
 
 
 def test_pod_enums() -> None:
-    causes = _pairs(_create("pods", "", _pod(restartPolicy="Sometimes", dnsPolicy="Weird")))
+    causes = _pairs(_create(default_pod, validate_pod, _pod(restartPolicy="Sometimes", dnsPolicy="Weird")))
     assert causes == [
         ("spec.restartPolicy", 'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"'),
         ("spec.dnsPolicy", 'Unsupported value: "Weird": supported values: "ClusterFirstWithHostNet", '
@@ -91,21 +107,21 @@ def test_pod_enums() -> None:
 def test_pod_volume_mount_not_found_and_volume_name() -> None:
     pod = _pod(volumes=[{"name": "Data", "emptyDir": {}}],
                containers=[{"name": "app", "image": "a", "volumeMounts": [{"name": "cfg", "mountPath": "/c"}]}])
-    causes = _create("pods", "", pod)
+    causes = _create(default_pod, validate_pod, pod)
     assert causes[0].field == "spec.volumes[0].name"
     assert Cause("FieldValueNotFound", 'Not found: "cfg"', "spec.containers[0].volumeMounts[0].name") in causes
 
 
 def test_pod_update_only_image_is_mutable() -> None:
     old = _pod()
-    apply_defaults("pods", "", old)
+    default_pod(old, None)
     old["metadata"]["resourceVersion"] = "5"
     new = copy.deepcopy(old)
     new["spec"]["containers"][0]["image"] = "nginx:1.28"
     new["spec"]["activeDeadlineSeconds"] = 30
-    assert _update("pods", "", new, old) == []
+    assert _update(default_pod, validate_pod_update, new, old) == []
     new["spec"]["restartPolicy"] = "Never"
-    (cause,) = _update("pods", "", new, old)
+    (cause,) = _update(default_pod, validate_pod_update, new, old)
     assert cause.reason == "FieldValueForbidden" and cause.field == "spec"
     assert cause.message.startswith(
         "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
@@ -117,26 +133,26 @@ def test_pod_update_only_image_is_mutable() -> None:
 
 def test_pod_update_containers_and_tolerations() -> None:
     old = _pod()
-    apply_defaults("pods", "", old)
+    default_pod(old, None)
     new = copy.deepcopy(old)
     new["spec"]["containers"].append({"name": "b", "image": "b"})
-    assert _pairs(_update("pods", "", new, old)) == [
+    assert _pairs(_update(default_pod, validate_pod_update, new, old)) == [
         ("spec.containers", "Forbidden: pod updates may not add or remove containers")]
     new = copy.deepcopy(old)
     new["spec"]["tolerations"] = new["spec"]["tolerations"][:1]
     assert ("spec.tolerations", "Forbidden: existing toleration can not be modified except its tolerationSeconds") \
-        in _pairs(validate("pods", "", new, old))
+        in _pairs(validate_pod_update(new, old))
     new = copy.deepcopy(old)
     new["spec"]["tolerations"].append({"key": "x", "operator": "Exists"})
-    assert validate("pods", "", new, old) == []
+    assert validate_pod_update(new, old) == []
 
 
 # ------------------------------------------------------------- apps
 
 
 def test_deployment_valid_and_selector_mismatch() -> None:
-    assert _create("deployments", "apps", _deployment()) == []
-    causes = _pairs(_create("deployments", "apps", _deployment(labels={"app": "other"})))
+    assert _create(default_deployment, validate_deployment, _deployment()) == []
+    causes = _pairs(_create(default_deployment, validate_deployment, _deployment(labels={"app": "other"})))
     assert causes == [("spec.template.metadata.labels",
                        'Invalid value: map[string]string{"app":"other"}: `selector` does not match template `labels`')]
 
@@ -145,7 +161,7 @@ def test_deployment_selector_required_and_replicas() -> None:
     dep = _deployment()
     del dep["spec"]["selector"]
     dep["spec"]["replicas"] = -1
-    causes = _pairs(_create("deployments", "apps", dep))
+    causes = _pairs(_create(default_deployment, validate_deployment, dep))
     assert causes[:3] == [
         ("spec.replicas", "Invalid value: -1: must be greater than or equal to 0"),
         ("spec.selector", "Required value"),
@@ -158,16 +174,16 @@ def test_deployment_template_restart_policy_and_strategy() -> None:
     dep = _deployment()
     dep["spec"]["template"]["spec"]["restartPolicy"] = "Never"
     dep["spec"]["strategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}
-    causes = _pairs(_create("deployments", "apps", dep))
+    causes = _pairs(_create(default_deployment, validate_deployment, dep))
     assert ("spec.template.spec.restartPolicy", 'Unsupported value: "Never": supported values: "Always"') in causes
     assert ("spec.strategy.rollingUpdate.maxUnavailable", "Invalid value: 0: may not be 0 when `maxSurge` is 0") in causes
 
 
 def test_deployment_selector_immutable() -> None:
     old = _deployment()
-    apply_defaults("deployments", "apps", old)
+    default_deployment(old, None)
     new = _deployment(selector={"matchLabels": {"app": "web", "tier": "a"}}, labels={"app": "web", "tier": "a"})
-    assert _pairs(_update("deployments", "apps", new, old)) == [(
+    assert _pairs(_update(default_deployment, validate_deployment_update, new, old)) == [(
         "spec.selector",
         'Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"app":"web", "tier":"a"}, '
         "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable")]
@@ -175,16 +191,16 @@ def test_deployment_selector_immutable() -> None:
 
 def test_replicaset_and_daemonset() -> None:
     rs = _deployment()
-    assert _create("replicasets", "apps", rs) == []
+    assert _create(default_replica_set, validate_replica_set, rs) == []
     ds = _deployment(selector={})
-    causes = _pairs(_create("daemonsets", "apps", ds))
+    causes = _pairs(_create(default_daemon_set, validate_daemon_set, ds))
     assert causes == [("spec.selector", "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), "
                                         "MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is "
                                         "invalid for daemonset")]
     old = _deployment()
-    apply_defaults("daemonsets", "apps", old)
+    default_daemon_set(old, None)
     new = _deployment(selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]})
-    (cause,) = _update("daemonsets", "apps", new, old)
+    (cause,) = _update(default_daemon_set, validate_daemon_set_update, new, old)
     assert cause.message == (
         'Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:'
         '[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:"app", Operator:"In", '
@@ -193,13 +209,13 @@ def test_replicaset_and_daemonset() -> None:
 
 def test_statefulset_rules() -> None:
     sts = _deployment()
-    assert _create("statefulsets", "apps", sts) == []
+    assert _create(default_stateful_set, validate_stateful_set, sts) == []
     old = copy.deepcopy(sts)
     new = copy.deepcopy(sts)
     new["spec"]["replicas"] = 5
-    assert _update("statefulsets", "apps", new, old) == []
+    assert _update(default_stateful_set, validate_stateful_set_update, new, old) == []
     new["spec"]["serviceName"] = "other"
-    assert _pairs(_update("statefulsets", "apps", new, old)) == [(
+    assert _pairs(_update(default_stateful_set, validate_stateful_set_update, new, old)) == [(
         "spec", "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', "
                 "'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")]
 
@@ -213,20 +229,20 @@ def _job(restart: str | None = "Never") -> Obj:
 
 
 def test_job_valid_and_restart_policy() -> None:
-    assert _create("jobs", "batch", _job()) == []
-    assert _pairs(_create("jobs", "batch", _job(restart=None))) == [
+    assert _create(default_job, validate_job, _job()) == []
+    assert _pairs(_create(default_job, validate_job, _job(restart=None))) == [
         ("spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"')]
 
 
 def test_job_template_and_selector_immutable() -> None:
     old = _job()
-    apply_defaults("jobs", "batch", old)
+    default_job(old, None)
     new = copy.deepcopy(old)
     new["spec"]["template"]["spec"]["containers"][0]["image"] = "other"
     new["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": "1234", "x": "y"}}
-    fields = [c.field for c in _update("jobs", "batch", new, old)]
+    fields = [c.field for c in _update(default_job, validate_job_update, new, old)]
     assert "spec.selector" in fields and "spec.template" in fields
-    template_cause = next(c for c in validate("jobs", "batch", new, old) if c.field == "spec.template")
+    template_cause = next(c for c in validate_job_update(new, old) if c.field == "spec.template")
     assert template_cause.message.endswith(": field is immutable")
 
 
@@ -234,7 +250,7 @@ def test_job_manual_selector_must_match() -> None:
     job = _job()
     job["spec"]["manualSelector"] = True
     job["spec"]["selector"] = {"matchLabels": {"a": "b"}}
-    assert _pairs(_create("jobs", "batch", job)) == [
+    assert _pairs(_create(default_job, validate_job, job)) == [
         ("spec.template.metadata.labels",
          "Invalid value: map[string]string(nil): `selector` does not match template `labels`")]
 
@@ -245,17 +261,17 @@ def _cronjob(schedule: str) -> Obj:
 
 
 def test_cronjob_schedule() -> None:
-    assert _create("cronjobs", "batch", _cronjob("*/5 * * * *")) == []
-    assert _create("cronjobs", "batch", _cronjob("@hourly")) == []
-    assert _pairs(_create("cronjobs", "batch", _cronjob(""))) == [("spec.schedule", "Required value")]
-    assert _pairs(_create("cronjobs", "batch", _cronjob("every minute"))) == [
+    assert _create(default_cron_job, validate_cron_job, _cronjob("*/5 * * * *")) == []
+    assert _create(default_cron_job, validate_cron_job, _cronjob("@hourly")) == []
+    assert _pairs(_create(default_cron_job, validate_cron_job, _cronjob(""))) == [("spec.schedule", "Required value")]
+    assert _pairs(_create(default_cron_job, validate_cron_job, _cronjob("every minute"))) == [
         ("spec.schedule", 'Invalid value: "every minute": expected exactly 5 fields, found 2: [every minute]')]
-    assert _pairs(_create("cronjobs", "batch", _cronjob("61 * * * *"))) == [
+    assert _pairs(_create(default_cron_job, validate_cron_job, _cronjob("61 * * * *"))) == [
         ("spec.schedule", 'Invalid value: "61 * * * *": end of range (61) above maximum (59): 61')]
-    assert _pairs(_create("cronjobs", "batch", _cronjob("x * * * *"))) == [
+    assert _pairs(_create(default_cron_job, validate_cron_job, _cronjob("x * * * *"))) == [
         ("spec.schedule", 'Invalid value: "x * * * *": failed to parse int from x: strconv.Atoi: parsing "x": '
                           "invalid syntax")]
-    assert _pairs(_create("cronjobs", "batch", _cronjob("CRON_TZ=UTC 0 * * * *"))) == [
+    assert _pairs(_create(default_cron_job, validate_cron_job, _cronjob("CRON_TZ=UTC 0 * * * *"))) == [
         ("spec.schedule", 'Invalid value: "CRON_TZ=UTC 0 * * * *": cannot use TZ or CRON_TZ in schedule, use '
                           "timeZone field instead")]
 
@@ -264,7 +280,7 @@ def test_cronjob_name_length_and_policy() -> None:
     cj = _cronjob("0 0 * * *")
     cj["metadata"]["name"] = "n" * 53
     cj["spec"]["concurrencyPolicy"] = "Sometimes"
-    assert _pairs(_create("cronjobs", "batch", cj)) == [
+    assert _pairs(_create(default_cron_job, validate_cron_job, cj)) == [
         ("spec.concurrencyPolicy", 'Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"'),
         ("metadata.name", f'Invalid value: "{"n" * 53}": must be no more than 52 characters'),
     ]
@@ -278,11 +294,11 @@ def _service(**spec: Any) -> Obj:
 
 
 def test_service_ports() -> None:
-    assert _create("services", "", _service(ports=[{"port": 80}], selector={"app": "web"})) == []
-    assert _pairs(_create("services", "", _service())) == [("spec.ports", "Required value")]
-    assert _create("services", "", _service(clusterIP="None")) == []
-    assert _create("services", "", _service(type="ExternalName", externalName="example.com")) == []
-    causes = _pairs(_create("services", "", _service(ports=[{"port": 0, "protocol": "ICMP"}, {"port": 80}])))
+    assert _create(default_service, validate_service, _service(ports=[{"port": 80}], selector={"app": "web"})) == []
+    assert _pairs(_create(default_service, validate_service, _service())) == [("spec.ports", "Required value")]
+    assert _create(default_service, validate_service, _service(clusterIP="None")) == []
+    assert _create(default_service, validate_service, _service(type="ExternalName", externalName="example.com")) == []
+    causes = _pairs(_create(default_service, validate_service, _service(ports=[{"port": 0, "protocol": "ICMP"}, {"port": 80}])))
     assert causes == [
         ("spec.ports[0].name", "Required value"),
         ("spec.ports[0].port", "Invalid value: 0: must be between 1 and 65535, inclusive"),
@@ -293,24 +309,24 @@ def test_service_ports() -> None:
 
 
 def test_service_type_enum_and_duplicate_port() -> None:
-    causes = _pairs(_create("services", "", _service(type="Magic", ports=[{"port": 80}])))
+    causes = _pairs(_create(default_service, validate_service, _service(type="Magic", ports=[{"port": 80}])))
     assert ("spec.type", 'Unsupported value: "Magic": supported values: "ClusterIP", "ExternalName", '
                          '"LoadBalancer", "NodePort"') in causes
-    dup = _create("services", "", _service(ports=[{"name": "a", "port": 80}, {"name": "b", "port": 80}]))
+    dup = _create(default_service, validate_service, _service(ports=[{"name": "a", "port": 80}, {"name": "b", "port": 80}]))
     assert [(c.reason, c.field) for c in dup] == [("FieldValueDuplicate", "spec.ports[1]")]
 
 
 def test_service_cluster_ip_immutable() -> None:
     old = _service(ports=[{"port": 80}], clusterIP="10.0.0.10")
-    apply_defaults("services", "", old)
+    default_service(old, None)
     new = copy.deepcopy(old)
     new["spec"]["clusterIP"] = "10.0.0.11"
     new["spec"]["clusterIPs"] = ["10.0.0.11"]
-    assert _pairs(_update("services", "", new, old)) == [
+    assert _pairs(_update(default_service, validate_service_update, new, old)) == [
         ("spec.clusterIPs[0]", 'Invalid value: []string{"10.0.0.11"}: may not change once set')]
     # leaving the allocated address out keeps it
     replaced = _service(ports=[{"port": 80}])
-    assert _update("services", "", replaced, old) == []
+    assert _update(default_service, validate_service_update, replaced, old) == []
     assert replaced["spec"]["clusterIP"] == "10.0.0.10"
 
 
@@ -319,13 +335,13 @@ def test_service_cluster_ip_immutable() -> None:
 
 def test_configmap_keys_and_immutable() -> None:
     cm = {"metadata": {"name": "c", "namespace": "d"}, "data": {"good.key": "1", "bad key": "2"}}
-    assert _pairs(_create("configmaps", "", cm)) == [(
+    assert _pairs(_create(None, validate_config_map, cm)) == [(
         "data[bad key]", 'Invalid value: "bad key": a valid config key must consist of alphanumeric characters, '
                          "'-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for "
                          "validation is '[-._a-zA-Z0-9]+')")]
     old = {"metadata": {"name": "c", "namespace": "d"}, "data": {"a": "1"}, "immutable": True}
     new = {"metadata": {"name": "c", "namespace": "d"}, "data": {"a": "2"}}
-    assert _pairs(_update("configmaps", "", new, old)) == [
+    assert _pairs(_update(None, validate_config_map_update, new, old)) == [
         ("immutable", "Forbidden: field is immutable when `immutable` is set"),
         ("data", "Forbidden: field is immutable when `immutable` is set"),
     ]
@@ -333,30 +349,30 @@ def test_configmap_keys_and_immutable() -> None:
 
 def test_secret_rules() -> None:
     secret = {"metadata": {"name": "s", "namespace": "d"}, "type": "kubernetes.io/tls", "data": {"tls.crt": "YQ=="}}
-    assert _pairs(_create("secrets", "", secret)) == [("data[tls.key]", "Required value")]
+    assert _pairs(_create(default_secret, validate_secret, secret)) == [("data[tls.key]", "Required value")]
     old = {"metadata": {"name": "s", "namespace": "d"}, "data": {"a": "YQ=="}, "immutable": True}
-    apply_defaults("secrets", "", old)
+    default_secret(old, None)
     new = copy.deepcopy(old)
     new["type"] = "kubernetes.io/basic-auth"
-    causes = _pairs(_update("secrets", "", new, old))
+    causes = _pairs(_update(default_secret, validate_secret_update, new, old))
     assert causes[0] == ("type", 'Invalid value: "kubernetes.io/basic-auth": field is immutable')
 
 
 def test_namespace_finalizers() -> None:
     ns = {"metadata": {"name": "team-a"}, "spec": {"finalizers": ["custom"]}}
-    assert _pairs(_create("namespaces", "", ns)) == [
+    assert _pairs(_create(default_namespace, validate_namespace, ns)) == [
         ("spec.finalizers", 'Invalid value: "custom": name is neither a standard finalizer name nor is it fully '
                             "qualified")]
 
 
 def test_node_taints_and_provider_id() -> None:
     node = {"metadata": {"name": "n1"}, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}}
-    assert _pairs(_create("nodes", "", node)) == [
+    assert _pairs(_create(default_node, validate_node, node)) == [
         ("metadata.taints[0].effect",
          'Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"')]
     old = {"metadata": {"name": "n1"}, "spec": {"providerID": "aws://1"}}
     new = {"metadata": {"name": "n1"}, "spec": {"providerID": "aws://2"}}
-    assert [c.field for c in _update("nodes", "", new, old)] == ["spec.providerID"]
+    assert [c.field for c in _update(default_node, validate_node_update, new, old)] == ["spec.providerID"]
 
 
 # ------------------------------------------------------------- rbac, leases, events, storage, CRDs
@@ -368,49 +384,49 @@ def _binding(kind: str = "Role") -> Obj:
 
 
 def test_rolebinding_roleref() -> None:
-    assert _create("rolebindings", RBAC, _binding()) == []
+    assert _create(default_role_binding, validate_role_binding, _binding()) == []
     old = _binding()
-    apply_defaults("rolebindings", RBAC, old)
+    default_role_binding(old, None)
     new = _binding("ClusterRole")
-    assert _pairs(_update("rolebindings", RBAC, new, old)) == [(
+    assert _pairs(_update(default_role_binding, validate_role_binding_update, new, old)) == [(
         "roleRef", 'Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"ClusterRole", '
                    'Name:"view"}: cannot change roleRef')]
     bad = {"metadata": {"name": "rb", "namespace": "d"}, "roleRef": {"kind": "Role"}, "subjects": []}
-    assert _pairs(_create("rolebindings", RBAC, bad)) == [("roleRef.name", "Required value")]
+    assert _pairs(_create(default_role_binding, validate_role_binding, bad)) == [("roleRef.name", "Required value")]
     crb = _binding("Role")
     crb["metadata"].pop("namespace")
-    causes = _pairs(_create("clusterrolebindings", RBAC, crb))
+    causes = _pairs(_create(default_cluster_role_binding, validate_cluster_role_binding, crb))
     assert causes == [("roleRef.kind", 'Unsupported value: "Role": supported values: "ClusterRole"'),
                       ("subjects[1].namespace", "Required value")]
 
 
 def test_role_rules() -> None:
     role = {"metadata": {"name": "r", "namespace": "d"}, "rules": [{"apiGroups": [""], "resources": ["pods"]}]}
-    assert _pairs(_create("roles", RBAC, role)) == [
+    assert _pairs(_create(None, validate_role, role)) == [
         ("rules[0].verbs", "Required value: verbs must contain at least one value")]
 
 
 def test_lease_and_events() -> None:
     lease = {"metadata": {"name": "l", "namespace": "d"}, "spec": {"leaseDurationSeconds": 0}}
-    assert _pairs(_create("leases", "coordination.k8s.io", lease)) == [
+    assert _pairs(_create(None, validate_lease, lease)) == [
         ("spec.leaseDurationSeconds", "Invalid value: 0: must be greater than 0")]
     event = {"metadata": {"name": "e", "namespace": "a"}, "involvedObject": {"kind": "Pod", "namespace": "b"}}
-    assert _pairs(_create("events", "", event)) == [
+    assert _pairs(_create(None, validate_event, event)) == [
         ("involvedObject.namespace", 'Invalid value: "b": does not match event.namespace')]
     event["involvedObject"]["namespace"] = "a"
-    assert _create("events", "", event) == []
+    assert _create(None, validate_event, event) == []
 
 
 def test_pvc_and_pv() -> None:
     pvc = {"metadata": {"name": "data", "namespace": "d"}, "spec": {}}
-    assert _pairs(_create("persistentvolumeclaims", "", pvc)) == [
+    assert _pairs(_create(default_persistent_volume_claim, validate_persistent_volume_claim, pvc)) == [
         ("spec.accessModes", "Required value: at least 1 access mode is required"),
         ("spec.resources[storage]", "Required value"),
     ]
     pv = {"metadata": {"name": "pv1"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
                                                 "hostPath": {"path": "/data"}}}
-    assert _create("persistentvolumes", "", pv) == []
-    assert _pairs(_create("persistentvolumes", "", {"metadata": {"name": "pv2"}, "spec": {}})) == [
+    assert _create(default_persistent_volume, validate_persistent_volume, pv) == []
+    assert _pairs(_create(default_persistent_volume, validate_persistent_volume, {"metadata": {"name": "pv2"}, "spec": {}})) == [
         ("spec.accessModes", "Required value"),
         ("spec.capacity", "Required value"),
         ("spec.capacity", "Unsupported value: {}: supported values: \"storage\""),
@@ -427,13 +443,13 @@ def _crd() -> Obj:
 
 
 def test_crd_minimal() -> None:
-    assert _create("customresourcedefinitions", "apiextensions.k8s.io", _crd()) == []
+    assert _create(default_custom_resource_definition, validate_custom_resource_definition, _crd()) == []
     crd = _crd()
     crd["metadata"]["name"] = "gadgets.example.com"
     crd["spec"]["scope"] = "Global"
     crd["spec"]["group"] = "example"
     crd["spec"]["versions"][0]["storage"] = False
-    assert _pairs(_create("customresourcedefinitions", "apiextensions.k8s.io", crd)) == [
+    assert _pairs(_create(default_custom_resource_definition, validate_custom_resource_definition, crd)) == [
         ("metadata.name", 'Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group'),
         ("spec.group", 'Invalid value: "example": should be a domain with at least one dot'),
         ("spec.scope", 'Unsupported value: "Global": supported values: "Cluster", "Namespaced"'),
@@ -448,7 +464,7 @@ def test_unknown_kind_has_no_rules() -> None:
 def test_deployment_bad_selector_skips_template() -> None:
     dep = _deployment(selector={"matchExpressions": [{"key": "app", "operator": "Near"}]})
     dep["spec"]["template"]["spec"]["containers"] = []
-    causes = _pairs(_create("deployments", "apps", dep))
+    causes = _pairs(_create(default_deployment, validate_deployment, dep))
     assert causes == [
         ("spec.selector.matchExpressions[0].operator", 'Invalid value: "Near": not a valid selector operator'),
         ("spec.selector", 'Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), '
@@ -456,4 +472,18 @@ def test_deployment_bad_selector_skips_template() -> None:
                           'Operator:"Near", Values:[]string(nil)}}}: invalid label selector'),
     ]
     dep["spec"]["selector"] = {"matchLabels": {"app": "web"}}
-    assert _pairs(_create("deployments", "apps", dep)) == [("spec.template.spec.containers", "Required value")]
+    assert _pairs(_create(default_deployment, validate_deployment, dep)) == [("spec.template.spec.containers", "Required value")]
+
+
+def test_per_kind_validators_report_each_cause_once() -> None:
+    """issue 11: the de-duplication validate() did now belongs to every validate_<kind> function."""
+    @unique_causes
+    def twice(obj: Obj) -> list[Cause]:
+        return [field_required("spec.x"), field_required("spec.y"), field_required("spec.x")]
+
+    assert twice({}) == [field_required("spec.x"), field_required("spec.y")]
+    shared = {"validate_name", "validate_labels", "validate_annotations", "validate_object_meta",
+              "validate_update_meta", "validate"}
+    per_kind = [name for name in validation.__all__ if name.startswith("validate_") and name not in shared]
+    assert "validate_pod_update" in per_kind and "validate_custom_resource_definition" in per_kind
+    assert [name for name in per_kind if not hasattr(getattr(validation, name), "__wrapped__")] == []
