@@ -25,7 +25,8 @@ from kapi.chain.authz import Authorizer
 from kapi.cacher.cache import Cacher
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
-from kapi.controllers import GarbageCollector, NamespaceController
+from kapi.controllers.garbagecollector import GarbageCollector
+from kapi.controllers.namespace import NamespaceController
 from kapi.server.https import serve_https
 from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig

@@ -11,7 +11,8 @@ import trio
 
 from kapi.api.app import App, Health
 from kapi.config import Config
-from kapi.controllers import GarbageCollector, NamespaceController
+from kapi.controllers.garbagecollector import GarbageCollector
+from kapi.controllers.namespace import NamespaceController
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.serve import _bootstrap, build_app

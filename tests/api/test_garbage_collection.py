@@ -7,7 +7,7 @@ from typing import Any
 import trio
 
 from kapi import errors
-from kapi.controllers import GarbageCollector
+from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.registry.resources import ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.store import Registry, WriteOptions

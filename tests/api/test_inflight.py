@@ -13,7 +13,7 @@ from kapi.config import Config
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.serve import _bootstrap, build_app
-from kapi.controllers import NamespaceController
+from kapi.controllers.namespace import NamespaceController
 from kapi.storage.memory import MemoryStorage
 
 ADMIN, USER = "admin-token", "user-token"

@@ -18,7 +18,8 @@ import trio
 
 from kapi import errors
 from kapi.encoding import codec
-from kapi.controllers import GarbageCollector, NamespaceController
+from kapi.controllers.garbagecollector import GarbageCollector
+from kapi.controllers.namespace import NamespaceController
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry.resources import ResourceTable

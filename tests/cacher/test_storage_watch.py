@@ -7,7 +7,7 @@ import trio
 
 from kapi import errors
 from kapi.encoding import codec
-from kapi.controllers import GarbageCollector, _may_need_collecting
+from kapi.controllers.garbagecollector import GarbageCollector, _may_need_collecting
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry.resources import ResourceTable

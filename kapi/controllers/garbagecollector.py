@@ -1,10 +1,5 @@
-"""Built-in controllers: the namespace lifecycle and the garbage collector.
-
-The namespace controller gives each namespace its ``default`` ServiceAccount and
-``kube-root-ca.crt`` ConfigMap, and empties deleted namespaces.
-
-They run in-process on the registry, the way kube-controller-manager's
-namespace and serviceaccount controllers run against the API.
+"""The garbage collector: owner references, the ``orphan`` and ``foregroundDeletion`` finalizers,
+and background deletion of dependents whose owners are gone (kube-controller-manager's collector, in-process).
 """
 
 from __future__ import annotations
@@ -16,158 +11,16 @@ from typing import Any
 import trio
 
 from kapi import errors
+from kapi.controllers.base import name_of
 from kapi.object.listopts import ListOptions
-from kapi.registry.resources import Resource
 from kapi.registry.deletion import DeleteOptions
+from kapi.registry.resources import Resource
 from kapi.registry.store import Registry, WriteOptions
 
 log = logging.getLogger("kapi.controllers")
 Obj = dict[str, Any]
-FINALIZER = "kubernetes"
-
-
-class NamespaceController:
-    """Gives each namespace a ``default`` ServiceAccount and ``kube-root-ca.crt``; empties deleted ones."""
-
-    def __init__(self, registry: Registry, root_ca_pem: str = "") -> None:
-        self.registry = registry
-        self.root_ca_pem = root_ca_pem
-        table = registry.table
-        ns = table.get("", "v1", "namespaces")
-        sa = table.get("", "v1", "serviceaccounts")
-        cm = table.get("", "v1", "configmaps")
-        assert ns is not None and sa is not None and cm is not None
-        self.namespaces: Resource = ns
-        self.serviceaccounts: Resource = sa
-        self.configmaps: Resource = cm
-        self._finalizing: set[str] = set()
-        self._unreadable: set[tuple[str, str]] = set()  # (namespace, prefix) reported holding corrupt objects
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            started = False
-            while True:
-                try:
-                    async with aclosing(self.registry.watch(self.namespaces, "", ListOptions())) as events:
-                        async for kind, ns in events:
-                            if kind == "ERROR":
-                                break
-                            if kind in ("ADDED", "MODIFIED"):
-                                try:
-                                    await self._sync(ns)
-                                except Exception:
-                                    # One namespace that cannot be synced must not stop the others.
-                                    log.exception("namespace controller: sync of %s failed",
-                                                  _name_of(ns))
-                            if not started:
-                                started = True
-                                task_status.started()
-                except errors.KapiError:
-                    log.exception("namespace controller: watch failed; restarting")
-                if not started:
-                    started = True
-                    task_status.started()
-                await trio.sleep(0.5)
-
-    async def _sync(self, ns: Obj) -> None:
-        md = ns["metadata"]
-        name = md["name"]
-        if md.get("deletionTimestamp"):
-            if name not in self._finalizing:
-                self._finalizing.add(name)
-                self._nursery.start_soon(self._finalize, name)
-            return
-        await self.ensure_namespace_contents(name)
-
-    async def ensure_namespace_contents(self, namespace: str) -> None:
-        """The objects every namespace has: the ``default`` ServiceAccount and the root CA bundle."""
-        sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-        await self._ensure(self.serviceaccounts, namespace, sa)
-        if self.root_ca_pem:
-            cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "annotations": {
-                "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver "
-                                             "when using internal endpoints such as the internal service IP or "
-                                             "kubernetes.default.svc. No other usage is guaranteed across "
-                                             "distributions of Kubernetes clusters."}},
-                  "data": {"ca.crt": self.root_ca_pem}}
-            await self._ensure(self.configmaps, namespace, cm)
-
-    async def _ensure(self, res: Resource, namespace: str, obj: Obj) -> None:
-        try:
-            await self.registry.create(res, namespace, obj, WriteOptions())
-        except (errors.AlreadyExists, errors.Forbidden, errors.NotFound):
-            pass
-        except errors.StatusError as err:  # e.g. the namespace's stored object is corrupt: the rest go on
-            log.error("namespace controller: cannot create %s %s/%s: %s", res.kind, namespace,
-                      obj["metadata"]["name"], err.message)
-
-    async def _finalize(self, name: str) -> None:
-        """Delete everything in the namespace, then drop the ``kubernetes`` finalizer (retried on failure)."""
-        retry = 0.5
-        try:
-            while True:
-                try:
-                    await self._finalize_once(name)
-                    return
-                except Exception:  # a failed pass is retried, as kube's controller requeues with backoff
-                    log.exception("namespace controller: emptying %s failed; retrying in %.1fs", name, retry)
-                await trio.sleep(retry)
-                retry = min(retry * 2, 30.0)
-        finally:
-            self._finalizing.discard(name)
-
-    async def _finalize_once(self, name: str) -> None:
-        delay = 0.05
-        while await self._delete_contents(name):
-            await trio.sleep(delay)
-            delay = min(delay * 2, 2.0)
-
-        def drop_finalizer(ns: Obj) -> Obj:
-            spec = ns.setdefault("spec", {})
-            spec["finalizers"] = [f for f in spec.get("finalizers") or [] if f != FINALIZER]
-            return ns
-
-        try:
-            await self.registry.guaranteed_update(self.namespaces, "", name, drop_finalizer, WriteOptions(),
-                                                  subresource="finalize")
-        except errors.NotFound:
-            pass
-
-    async def _delete_contents(self, namespace: str) -> int:
-        """One pass over every namespaced resource; returns how many objects remain."""
-        remaining = 0
-        seen_storage: set[str] = set()
-        for res in self.registry.resources():
-            if not res.namespaced or res.storage_of[1] or res.virtual:
-                continue
-            prefix = self.registry.prefix(res, namespace)
-            if prefix in seen_storage:
-                continue
-            seen_storage.add(prefix)
-            page = await self.registry.delete_collection(res, namespace, ListOptions(),
-                                                         DeleteOptions(grace_period_s=0))
-            held = sum(1 for obj in page.items if obj["metadata"].get("finalizers"))
-            # A corrupt object is left out of the collection: as in kube, the namespace stays
-            # Terminating until it is removed (DELETE ...?ignoreStoreReadErrorWithClusterBreakingPotential=true).
-            stored = await self.registry.count(res, namespace)
-            if stored > held and (namespace, prefix) not in self._unreadable:
-                self._unreadable.add((namespace, prefix))
-                log.error("namespace controller: namespace %s keeps %d object(s) under %s that cannot be read; "
-                          "it stays Terminating until they are removed", namespace, stored - held, prefix)
-            remaining += max(held, stored)
-        return remaining
-
 
 DependentKey = tuple[str, str, str, str]  # (group, resource, namespace, name)
-
-
-def _name_of(obj: Any) -> str:
-    """``namespace/name`` of an object for a log line, whatever shape it has."""
-    md = obj.get("metadata") if isinstance(obj, dict) else None
-    if not isinstance(md, dict):
-        return "?"
-    return f"{md.get('namespace') or ''}/{md.get('name')}".lstrip("/")
 
 
 def _may_need_collecting(stored: bytes) -> bool:
@@ -235,7 +88,7 @@ class GarbageCollector:
                             # The registry only hands out checked metadata; should anything still
                             # slip through, one object must not stop the collector.
                             log.exception("garbage collector: %s %s %s left out", res.qualified, kind,
-                                          _name_of(obj))
+                                          name_of(obj))
             except errors.KapiError:
                 log.exception("garbage collector: watch of %s failed; restarting", res.qualified)
             if not started:

@@ -1,0 +1,1 @@
+"""Built-in controllers, in-process on the registry: namespace lifecycle and garbage collection."""
