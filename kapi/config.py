@@ -12,9 +12,8 @@ class Config:
     data_dir: str = "./kapi-data"
     bind_address: str = "127.0.0.1"
     secure_port: int = 6443
-    storage_backend: str = "sqlite"  # sqlite | memory | etcd3
-    etcd_servers: tuple[str, ...] = ()
-    etcd_prefix: str = "/registry"
+    storage_backend: str = "sqlite"  # sqlite | memory
+    etcd_prefix: str = "/registry"  # the storage key prefix (--etcd-prefix, honoured by key construction next)
     etcd_compaction_interval_s: float = 300.0
     group_commit: bool = True
     default_watch_cache_size: int = 100
@@ -24,12 +23,9 @@ class Config:
     watch_cache_indexes: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"pods": ("spec.nodeName",)})
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
-    enable_priority_and_fairness: bool = True
     authorization_mode: tuple[str, ...] = ("AlwaysAllow",)
     token_auth_file: str = ""
     anonymous_auth: bool = True
-    audit_log_path: str = ""
-    audit_policy_file: str = ""
     request_timeout_s: float = 60.0
     min_request_timeout_s: float = 1800.0
     shutdown_delay_s: float = 0.0
