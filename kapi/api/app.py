@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import partial
 from typing import Any, Callable
 
@@ -66,24 +66,25 @@ class App:
     handlers: Handlers
     discovery: Discovery
     openapi: OpenAPIDocuments
-    authn: Authenticator
-    authz: Authorizer
+    authn: InitVar[Authenticator]  # the chain's settings (InitVar: kept by ``chain`` only)
+    authz: InitVar[Authorizer]
     health: Health
     version_info: dict[str, str]
     metrics: Metrics = field(default_factory=Metrics)
     max_body_bytes: int = 3 * 1024 * 1024
-    request_timeout_s: float = 60.0  # --request-timeout: the deadline of a non-long-running request
+    request_timeout_s: InitVar[float] = 60.0  # --request-timeout: the deadline of a non-long-running request
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
     peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
-    max_requests_inflight: int = 0  # 0: no limit
-    max_mutating_requests_inflight: int = 0
-    chain: filters.Chain = field(init=False)
-    _serve: filters.Handler = field(init=False)
+    max_requests_inflight: InitVar[int] = 0  # 0: no limit
+    max_mutating_requests_inflight: InitVar[int] = 0
+    chain: filters.Chain = field(init=False)  # the filters' settings and in-flight counts
+    _serve: filters.Handler = field(init=False)  # the router wrapped in filters.CHAIN
 
-    def __post_init__(self) -> None:
-        self.chain = filters.Chain(self.authn, self.authz, self.metrics, self.request_timeout_s,
-                                   self.max_requests_inflight, self.max_mutating_requests_inflight)
+    def __post_init__(self, authn: Authenticator, authz: Authorizer, request_timeout_s: float,
+                      max_requests_inflight: int, max_mutating_requests_inflight: int) -> None:
+        self.chain = filters.Chain(authn, authz, self.metrics, request_timeout_s, max_requests_inflight,
+                                   max_mutating_requests_inflight)
         self._serve = filters.build(self.chain, self._route)
 
     # ---------------------------------------------------------------- ASGI

@@ -74,7 +74,7 @@ async def test_an_unauthenticated_client_gets_401_without_its_body_read(api: Api
         call = Exchange("POST", CM, token, big)
         if not token:
             call.scope["headers"] = call.scope["headers"][1:]
-            api.app.authn.anonymous = False  # anonymous requests are refused too, unread
+            api.app.chain.authn.anonymous = False  # anonymous requests are refused too, unread
         assert await call.run(api.app) == 401
         assert call.status()["reason"] == "Unauthorized"
         assert call.events == []

@@ -165,7 +165,7 @@ async def test_a_body_sent_too_slowly_gets_504(api: Api, autojump_clock: trio.te
     async def send(message: dict[str, Any]) -> None:
         out.append(message)
 
-    with trio.fail_after(api.app.request_timeout_s * 2):
+    with trio.fail_after(api.app.chain.request_timeout_s * 2):
         await api.app(scope, receive, send)
     assert out[0]["status"] == 504
     status = _status(b"".join(m.get("body", b"") for m in out[1:]))
