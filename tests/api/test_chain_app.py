@@ -12,7 +12,7 @@ from kapi.api.app import App, Health
 from kapi.chain.authz import Authorizer
 from kapi.chain.context import UserInfo
 from kapi.config import Config
-from kapi.controllers import NamespaceController
+from kapi.controllers.namespace import NamespaceController
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.serve import _bootstrap, build_app
