@@ -1,4 +1,8 @@
-"""Discovery documents (/api, /apis, group and group-version lists, aggregated v2/v2beta1)."""
+"""Discovery documents (/api, /apis, group and group-version lists, aggregated v2/v2beta1).
+
+Each document is encoded once and kept until the resource table changes (its ``generation``
+moves): then every document, and so every ETag, is made again from the table as it is.
+"""
 
 from __future__ import annotations
 
@@ -63,13 +67,20 @@ def _aggregated_resource(res: Resource) -> Obj:
 
 @dataclass
 class Discovery:
-    """Every discovery document, encoded once."""
+    """Every discovery document, encoded once per state of the table."""
 
     table: ResourceTable
     _cache: dict[str, bytes] = field(default_factory=dict)
+    _generation: int = -1  # the table's generation the cache was made from
+
+    def _cached(self) -> dict[str, bytes]:
+        if self._generation != self.table.generation:
+            self._cache.clear()
+            self._generation = self.table.generation
+        return self._cache
 
     def _encode(self, key: str, doc: Obj) -> bytes:
-        if key not in self._cache:
+        if key not in self._cached():
             self._cache[key] = orjson.dumps(doc, option=orjson.OPT_APPEND_NEWLINE)  # as Go's encoder
         return self._cache[key]
 
@@ -109,7 +120,7 @@ class Discovery:
     def aggregated(self, core: bool, version: str) -> tuple[bytes, str]:
         """The APIGroupDiscoveryList for /api (core) or /apis, and its ETag."""
         key = f"aggregated:{core}:{version}"
-        if key not in self._cache:
+        if key not in self._cached():
             items = []
             for group, versions in self.table.groups():
                 if bool(group) == core:

@@ -1,9 +1,10 @@
 """OpenAPI v2 (``/openapi/v2``) and v3 (``/openapi/v3``, per group-version) documents.
 
-Built from the schema table and a list of served resources; each document is
-encoded once, on first use, and kept with its hash for ETags and the v3
-``?hash=`` URLs. The server builds one ``OpenAPIDocuments`` and hands it to the
-handlers; nothing here is global.
+Built from the schema table and the served resources; each document is encoded
+once, on first use, and kept with its hash for ETags and the v3 ``?hash=`` URLs
+until the resource table or the schema changes (their ``generation`` moves), when
+every document is built again. The server builds one ``OpenAPIDocuments`` and
+hands it to the handlers; nothing here is global.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from kapi.api.openapi_pb import encode_openapi_v2
 
 from kapi.object.schema import FieldDef, Schema, TypeDef
 
-__all__ = ["Document", "OpenAPIDocuments", "ResourceRecord", "ServedResource"]
+__all__ = ["Document", "OpenAPIDocuments", "ResourceRecord", "ResourceSource", "ServedResource"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _STATUS = _META + "Status"
@@ -110,6 +111,23 @@ class ResourceRecord(Protocol):
     def subresources(self) -> Sequence[str]: ...
     @property
     def verbs(self) -> Sequence[str]: ...
+
+
+class ResourceSource(Protocol):
+    """Served resources that change while serving (the server's ``ResourceTable``)."""
+
+    @property
+    def generation(self) -> int: ...
+    @property
+    def resources(self) -> Sequence[ResourceRecord]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """A set of resources that never changes."""
+
+    resources: tuple[ResourceRecord, ...]
+    generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -516,26 +534,43 @@ def _referenced(paths: dict[str, Any]) -> set[str]:
 class OpenAPIDocuments:
     """The OpenAPI documents of one server, encoded once each on first request."""
 
-    def __init__(self, schema: Schema, resources: Iterable[ResourceRecord], *, version: str = "v1.33.0") -> None:
+    def __init__(self, schema: Schema, resources: ResourceSource | Iterable[ResourceRecord], *,
+                 version: str = "v1.33.0") -> None:
         self._schema = schema
-        self._resources = tuple(resources)
+        self._source: ResourceSource = (resources if hasattr(resources, "generation")  # type: ignore[assignment]
+                                        else _Fixed(tuple(resources)))
         self._version = version
         self._cache: dict[str, Document] = {}
-        self._group_versions = sorted({(r.group, r.version) for r in self._resources}, key=lambda gv: (gv[0] != "", gv))
+        self._built_for: tuple[int, int] | None = None  # (source, schema) generations of the cache
+        self._resources: tuple[ResourceRecord, ...] = ()
+        self._group_versions: list[tuple[str, str]] = []
+        self._current()
+
+    def _current(self) -> dict[str, Document]:
+        """The cache, emptied first when the resources or the schema changed since it was filled."""
+        now = (self._source.generation, self._schema.generation)
+        if now != self._built_for:
+            self._built_for = now
+            self._cache.clear()
+            self._resources = tuple(self._source.resources)
+            self._group_versions = sorted({(r.group, r.version) for r in self._resources},
+                                          key=lambda gv: (gv[0] != "", gv))
+        return self._cache
 
     def group_version_paths(self) -> list[str]:
         """The v3 document keys: ``api/v1``, ``apis/apps/v1``, ..."""
+        self._current()
         return [_gv_path(g, v) for g, v in self._group_versions]
 
     def v2(self) -> Document:
         """The whole API as one swagger 2.0 document (``/openapi/v2``)."""
-        if "v2" not in self._cache:
+        if "v2" not in self._current():
             self._cache["v2"] = _document(self._build_v2())
         return self._cache["v2"]
 
     def v2_protobuf(self) -> Document:
         """``/openapi/v2`` as the gnostic protobuf Document that client-go's discovery reads."""
-        if "v2pb" not in self._cache:
+        if "v2pb" not in self._current():
             body = encode_openapi_v2(self._build_v2())
             # kube-openapi answers this media type (not a valid MIME token) as octet-stream.
             self._cache["v2pb"] = Document(body=body, hash=hashlib.sha512(body).hexdigest().upper(),
@@ -544,7 +579,7 @@ class OpenAPIDocuments:
 
     def v3_discovery(self) -> Document:
         """``/openapi/v3``: each group-version's document URL with its content hash."""
-        if "v3" not in self._cache:
+        if "v3" not in self._current():
             paths = {}
             for key in self.group_version_paths():
                 doc = self.v3(key)
@@ -556,7 +591,7 @@ class OpenAPIDocuments:
     def v3(self, path: str) -> Document | None:
         """``/openapi/v3/<path>`` (``api/v1``, ``apis/apps/v1``), or None if not served."""
         key = "v3:" + path.strip("/")
-        if key not in self._cache:
+        if key not in self._current():
             gv = {_gv_path(g, v): (g, v) for g, v in self._group_versions}.get(path.strip("/"))
             if gv is None:
                 return None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from kapi import errors
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
@@ -166,21 +169,74 @@ GROUP_ORDER = ("", "apps", "events.k8s.io", "authentication.k8s.io", "authorizat
                "discovery.k8s.io", "flowcontrol.apiserver.k8s.io")
 
 
-@dataclass(slots=True)
+# Called with ("added" | "removed", resource) after the table changed; must not block or raise.
+TableListener = Callable[[str, Resource], None]
+
+
 class ResourceTable:
-    """Lookup of served resources by (group, version, resource)."""
+    """The served resources by (group, version, resource); resources come and go while serving.
 
-    resources: tuple[Resource, ...] = BUILTIN
-    _by_gvr: dict[tuple[str, str, str], Resource] = field(default_factory=dict)
+    Handlers look a resource up per request, so an added one is routed at once and a removed
+    one answers 404. What is derived from the whole table (discovery documents, OpenAPI, the
+    server's set of watch caches) follows ``generation`` or subscribes to the changes.
+    """
 
-    def __post_init__(self) -> None:
-        self._by_gvr = {(r.group, r.version, r.resource): r for r in self.resources}
+    __slots__ = ("_by_gvr", "_listeners", "_snapshot", "generation")
+
+    def __init__(self, resources: Iterable[Resource] = BUILTIN) -> None:
+        self._by_gvr: dict[tuple[str, str, str], Resource] = {}
+        for r in resources:
+            self._insert(r)
+        self._snapshot: tuple[Resource, ...] = tuple(self._by_gvr.values())
+        self._listeners: list[TableListener] = []
+        self.generation = 0  # moves on every add and remove
+
+    @property
+    def resources(self) -> tuple[Resource, ...]:
+        """Every served resource now, in the order they were added."""
+        return self._snapshot
+
+    def _insert(self, res: Resource) -> None:
+        key = (res.group, res.version, res.resource)
+        if key in self._by_gvr:
+            raise errors.AlreadyExists(f"{res.resource} in {res.group_version} is already served")
+        self._by_gvr[key] = res
+
+    def add(self, res: Resource) -> None:
+        """Serve ``res`` from now on; AlreadyExists if its group, version and plural are served."""
+        self._insert(res)
+        self._changed("added", res)
+
+    def remove(self, group: str, version: str, resource: str) -> Resource:
+        """Stop serving a resource and return it; NotFound if it is not served."""
+        res = self._by_gvr.pop((group, version, resource), None)
+        if res is None:
+            gv = f"{group}/{version}" if group else version
+            raise errors.NotFound(f"{resource} in {gv} is not served")
+        self._changed("removed", res)
+        return res
+
+    def _changed(self, change: str, res: Resource) -> None:
+        self._snapshot = tuple(self._by_gvr.values())
+        self.generation += 1
+        for listener in list(self._listeners):
+            listener(change, res)
+
+    def subscribe(self, listener: TableListener) -> Callable[[], None]:
+        """Call ``listener`` after each change; returns the function that unsubscribes it."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
 
     def get(self, group: str, version: str, resource: str) -> Resource | None:
         return self._by_gvr.get((group, version, resource))
 
     def by_kind(self, group: str, kind: str) -> Resource | None:
-        for r in self.resources:
+        for r in self._snapshot:
             if r.group == group and r.kind == kind:
                 return r
         return None
@@ -188,7 +244,7 @@ class ResourceTable:
     def groups(self) -> list[tuple[str, list[str]]]:
         """(group, [versions]) in discovery order; the core group first."""
         seen: dict[str, list[str]] = {}
-        for r in self.resources:
+        for r in self._snapshot:
             versions = seen.setdefault(r.group, [])
             if r.version not in versions:
                 versions.append(r.version)
@@ -196,4 +252,4 @@ class ResourceTable:
         return sorted(seen.items(), key=lambda gv: (rank.get(gv[0], len(rank)), gv[0]))
 
     def in_group_version(self, group: str, version: str) -> list[Resource]:
-        return [r for r in self.resources if r.group == group and r.version == version]
+        return [r for r in self._snapshot if r.group == group and r.version == version]

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -22,7 +23,6 @@ from kapi.api.openapi import OpenAPIDocuments
 from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.context import UserInfo
 from kapi.chain.authz import Authorizer
-from kapi.cacher.cache import Cacher
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
 from kapi.controllers.garbagecollector import GarbageCollector
@@ -30,7 +30,7 @@ from kapi.controllers.namespace import NamespaceController
 from kapi.server.https import serve_https
 from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig
-from kapi.registry.resources import ResourceTable
+from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
 from kapi.object.schema import load_builtin
 from kapi.storage.base import Storage
@@ -205,25 +205,94 @@ async def compact_periodically(storage: Storage, interval_s: float) -> None:
         seen = storage.current_revision()
 
 
-def make_cachers(config: Config, registry: Registry) -> list[Cacher]:
-    """One watch cache per cacheable resource, sized and indexed as the flags say."""
-    cachers = []
-    for res in registry.table.resources:
-        if not res.cacheable or res.storage_of[1]:
-            continue
-        names = (res.resource, res.qualified)
-        size = next((config.watch_cache_sizes[n] for n in names if n in config.watch_cache_sizes),
-                    config.default_watch_cache_size)
-        if size <= 0:
-            continue  # kube-apiserver: a size of 0 disables the cache of that resource
-        indexes = next((config.watch_cache_indexes[n] for n in names if n in config.watch_cache_indexes), ())
-        cachers.append(registry.make_cacher(res, capacity=size, indexed_fields=tuple(indexes)))
-    return cachers
+def cache_settings(config: Config, res: Resource) -> tuple[int, tuple[str, ...]] | None:
+    """The watch cache size and indexed fields the flags give ``res``, or None when it has no cache."""
+    if not res.cacheable or res.storage_of[1]:
+        return None
+    names = (res.resource, res.qualified)
+    size = next((config.watch_cache_sizes[n] for n in names if n in config.watch_cache_sizes),
+                config.default_watch_cache_size)
+    if size <= 0:
+        return None  # kube-apiserver: a size of 0 disables the cache of that resource
+    indexes = next((config.watch_cache_indexes[n] for n in names if n in config.watch_cache_indexes), ())
+    return size, tuple(indexes)
+
+
+class WatchCaches:
+    """One watch cache per cacheable resource of the table, each a supervised task of the server's nursery.
+
+    ``follow`` starts the caches of the resources served at start-up, then follows the table: a
+    resource added while serving gets its cache (the registry uses it once its first list is
+    loaded, storage answers until then, as kube-apiserver delegates to etcd), and a removed
+    one's cache is stopped, which ends its watches.
+    """
+
+    def __init__(self, config: Config, registry: Registry) -> None:
+        self._config = config
+        self._registry = registry
+        self._running: dict[tuple[str, str], tuple[Resource, trio.CancelScope]] = {}
+        self._changed = trio.Event()
+
+    async def follow(self, nursery: trio.Nursery, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+                     ) -> None:
+        """Run the table's caches in ``nursery``; ``started()`` once those of start-up are ready."""
+        unsubscribe = self._registry.table.subscribe(lambda _change, _res: self._changed.set())
+        try:
+            await self._reconcile(nursery)
+            task_status.started()
+            while True:
+                await self._changed.wait()
+                self._changed = trio.Event()  # changes made while reconciling wake the next round
+                await self._reconcile(nursery)
+        finally:
+            unsubscribe()
+
+    def _wanted(self) -> dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]]:
+        wanted = {}
+        for res in self._registry.table.resources:
+            settings = cache_settings(self._config, res)
+            if settings is not None:
+                wanted.setdefault((res.group, res.resource), (res, *settings))  # one cache per storage prefix
+        return wanted
+
+    async def _reconcile(self, nursery: trio.Nursery) -> None:
+        wanted = self._wanted()
+        for key, (res, scope) in list(self._running.items()):
+            if key not in wanted or wanted[key][0] is not res:
+                self._stop(key)
+        for key, (res, size, indexes) in wanted.items():
+            if key not in self._running:
+                await nursery.start(partial(self._run, res, size, indexes))
+
+    def _stop(self, key: tuple[str, str]) -> None:
+        _, scope = self._running.pop(key)
+        self._registry.cachers.pop(key, None)  # LIST and WATCH stop using it now
+        scope.cancel()  # its run ends, and with it every watcher it serves
+
+    async def _run(self, res: Resource, size: int, indexes: tuple[str, ...], *,
+                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        key = (res.group, res.resource)
+        cacher = self._registry.make_cacher(res, capacity=size, indexed_fields=indexes)
+        # Not used before its first list is loaded: storage answers meanwhile (no 429 from a cold cache).
+        self._registry.cachers.pop(key, None)
+        with trio.CancelScope() as scope:
+            self._running[key] = (res, scope)
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(partial(supervise, f"watch cache of {cacher.resource}", cacher.run,
+                                                restart=True))
+                    self._registry.cachers[key] = cacher
+                    task_status.started()
+            finally:
+                if self._registry.cachers.get(key) is cacher:
+                    del self._registry.cachers[key]
+                if self._running.get(key, (None, None))[1] is scope:
+                    del self._running[key]
 
 
 def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
-    table = registry.table
-    schema = load_builtin()
+    """The API over ``registry``: its table and its schema are the ones the handlers, discovery and OpenAPI read."""
+    table, schema = registry.table, registry.schema
     tokens: dict[str, UserInfo] = {}
     if config.token_auth_file:
         tokens.update(read_token_file(config.token_auth_file))
@@ -235,7 +304,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
         handlers=Handlers(registry, table, schema, authorizer, min_request_timeout_s=config.min_request_timeout_s,
                           max_body_bytes=config.max_body_bytes),
         discovery=Discovery(table),
-        openapi=OpenAPIDocuments(schema, table.resources),
+        openapi=OpenAPIDocuments(schema, table),
         authn=Authenticator(tokens, anonymous=config.anonymous_auth),
         authz=authorizer,
         health=health,
@@ -248,8 +317,22 @@ def build_app(config: Config, registry: Registry, token: str, health: Health) ->
     )
 
 
-async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-    """Run kapi until SIGINT/SIGTERM (or cancellation); ``started()`` once it is ready."""
+@dataclass(frozen=True, slots=True)
+class Server:
+    """What ``serve()`` reports to ``started()``: where it listens, and what it built.
+
+    Everything a server holds is reached from here and from nothing module-level, so two
+    servers in one process share no state; in-process callers (tests, an embedding program)
+    may change ``registry.table`` while the server runs.
+    """
+
+    url: str
+    registry: Registry  # with the server's ResourceTable (.table) and Schema (.schema)
+    app: App
+
+
+async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
+    """Run kapi until SIGINT/SIGTERM (or cancellation); ``started(Server)`` once it is ready."""
     started_at = time.monotonic()
     data_dir = Path(config.data_dir)
     prepare_data_dir(data_dir)
@@ -260,7 +343,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
         raise FatalError(f"certificates in {data_dir / 'pki'}: {detail} "
                          f"({getattr(exc, 'filename', None) or 'remove the pki directory to make new ones'})") from None
     storage = make_storage(config, data_dir)
-    registry = Registry(storage, ResourceTable(), metrics=Metrics())
+    # The schema is loaded once per server; the registry and the API read this one.
+    registry = Registry(storage, ResourceTable(), schema=load_builtin(), metrics=Metrics())
     health = Health()
     app = build_app(config, registry, pki.admin_token, health)
     shutdown = trio.Event()
@@ -286,9 +370,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
                                     partial(compact_periodically, storage, config.etcd_compaction_interval_s),
                                     restart=config.etcd_compaction_interval_s > 0, reports_started=False))
         if config.watch_cache:
-            for cacher in make_cachers(config, registry):
-                await services.start(partial(supervise, f"watch cache of {cacher.resource}", cacher.run,
-                                             restart=True))
+            # The caches of start-up are ready before anything else reads; later ones follow the table.
+            await services.start(partial(supervise, "watch caches", partial(WatchCaches(config, registry).follow,
+                                                                            services), restart=True))
             # What the caches loaded stays: keep it out of every later collection, and give
             # back what decoding it left free.
             gc.collect()
@@ -313,7 +397,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Any] = trio.TASK
             health.ready = True
             log.info("kapi %s serving on %s (ready in %.2fs); kubeconfig: %s; CA: %s", __version__, url,
                      time.monotonic() - started_at, kubeconfig.resolve(), pki.ca_cert.resolve())
-            task_status.started(url)
+            task_status.started(Server(url, registry, app))
             http.start_soon(_shutdown_on_signal, config, app, health, shutdown)
         # hypercorn has returned: no request is in flight any more.
         services.cancel_scope.cancel()
