@@ -113,27 +113,31 @@ class Cacher:
         """List, then watch; relist when the watch breaks or history was compacted."""
         started = False
         backoff = RESTART_BACKOFF_S[0]
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._bookmark_loop)
-            while True:
-                try:
-                    revision = await self._relist()
-                    if not started:
-                        started = True
-                        task_status.started()
-                    backoff = RESTART_BACKOFF_S[0]
-                    async with self.storage.watch(self.prefix, revision) as events:
-                        async for ev in events:
-                            await self._process(ev)
-                except (errors.RevisionCompacted, errors.StorageUnavailable) as exc:
-                    log.info("watch cache %s: %s; relisting", self.resource, exc)
-                except Exception:
-                    # A bug or a value nobody foresaw: the cache must not take the server down.
-                    # As kube's reflector does, start again from a fresh list (with backoff).
-                    log.exception("watch cache %s failed; relisting in %.1fs", self.resource, backoff)
-                self._become_unready()
-                await trio.sleep(backoff)
-                backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._bookmark_loop)
+                while True:
+                    try:
+                        revision = await self._relist()
+                        if not started:
+                            started = True
+                            task_status.started()
+                        backoff = RESTART_BACKOFF_S[0]
+                        async with self.storage.watch(self.prefix, revision) as events:
+                            async for ev in events:
+                                await self._process(ev)
+                    except (errors.RevisionCompacted, errors.StorageUnavailable) as exc:
+                        log.info("watch cache %s: %s; relisting", self.resource, exc)
+                    except Exception:
+                        # A bug or a value nobody foresaw: the cache must not take the server down.
+                        # As kube's reflector does, start again from a fresh list (with backoff).
+                        log.exception("watch cache %s failed; relisting in %.1fs", self.resource, backoff)
+                    self._become_unready()
+                    await trio.sleep(backoff)
+                    backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
+        finally:
+            self._become_unready()  # stopped (a removed resource, shutdown): its watches end
+
 
     async def _relist(self) -> int:
         entries: list[Entry] = []
