@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import InitVar, dataclass, field
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import orjson
 import trio
@@ -96,9 +96,9 @@ class App:
         if scope["type"] not in ("http", "websocket"):
             return
         started = time.perf_counter()
-        ctx = None
+        ctx = body = None
         try:
-            ctx = self._context(scope, receive)
+            ctx, body = self._context(scope, receive)
             resp = await self._serve(ctx)
         except errors.StatusError as err:
             resp = status_response(err, proto=ctx is not None and _prefers_protobuf(ctx))
@@ -115,8 +115,12 @@ class App:
                 for done in ctx.on_done if ctx is not None else ():
                     done()
             return
+        discard = None
+        if ctx is not None and body is not None and not body.ended:  # refused before a handler read it
+            discard = partial(body.discard, ctx.deadline if ctx.deadline is not None
+                              else trio.current_time() + self.chain.request_timeout_s)
         try:
-            await _send(resp, scope, receive, send, self.closing)
+            await _send(resp, scope, receive, send, self.closing, discard)
         finally:
             for done in ctx.on_done if ctx is not None else ():
                 done()
@@ -133,7 +137,7 @@ class App:
         if info.verb != "watch":
             self.metrics.request_duration.labels(**labels).observe(seconds)
 
-    def _context(self, scope: Scope, receive: Any) -> RequestContext:
+    def _context(self, scope: Scope, receive: Any) -> tuple[RequestContext, _Body | None]:
         # The first value of a repeated header wins, as Go's Header.Get reads it: a proxy in front
         # that checks the first Authorization must not see another user than kapi does.
         headers: dict[str, str] = {}
@@ -142,10 +146,12 @@ class App:
         method = "GET" if scope["type"] == "websocket" else scope["method"]
         ctx = RequestContext(method, scope.get("path", "/"), parse_query(scope.get("query_string", b"")), headers,
                              client_cert=self.peer_certificates.get(scope.get("client")))
-        if method in _BODY_METHODS:
-            # Read only when a handler asks, after authorization, and within the request's deadline.
-            ctx.body_reader = partial(_read_body, receive, self.max_body_bytes)
-        return ctx
+        if method not in _BODY_METHODS:
+            return ctx, None
+        # Read only when a handler asks, after authorization, and within the request's deadline.
+        body = _Body(receive, self.max_body_bytes)
+        ctx.body_reader = body.read
+        return ctx, body
 
     # -------------------------------------------------------------- router
 
@@ -241,20 +247,37 @@ def _metric_verb(info: RequestInfo) -> str:
                                                                                              info.verb.upper())
 
 
-async def _read_body(receive: Any, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise errors.BadRequest("client disconnected")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+@dataclass
+class _Body:
+    """A request body as ASGI delivers it: read whole when a handler asks, or discarded after the answer."""
+
+    receive: Any
+    limit: int  # --max-body-bytes: a larger body is 413
+    ended: bool = False  # its last message (or the client's disconnect) has been received
+
+    async def read(self) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                self.ended = True
+                raise errors.BadRequest("client disconnected")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {self.limit}")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                self.ended = True
+                return b"".join(chunks)
+
+    async def discard(self, deadline: float) -> None:
+        """Receive and drop what is left of the body, until it ends or ``deadline`` passes; nothing is kept."""
+        with trio.move_on_at(deadline):
+            while not self.ended:
+                message = await self.receive()
+                self.ended = message["type"] == "http.disconnect" or not message.get("more_body", False)
 
 
 # Control characters but the tab, which no header value may carry (h11 refuses them): each becomes a space,
@@ -268,7 +291,19 @@ def _encode_headers(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]
             for k, v in headers]
 
 
-async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: trio.Event) -> None:
+async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: trio.Event,
+                discard_body: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Write ``resp``; ``discard_body``: the request's body was not read (the request was refused first).
+
+    Such an answer is written whole, then its end waits for the rest of the body to be received
+    and dropped (up to the request's deadline): hypercorn queues a body for the application in a
+    bounded queue, and ending a response whose request is still arriving either stalls the
+    connection on that queue (HTTP/1.1) or closes the HTTP/2 stream the data is still sent on,
+    which hypercorn does not survive. The client has the whole answer before the body is received.
+    """
+    if discard_body is not None and resp.stream is not None:
+        await discard_body()
+        discard_body = None
     headers = [(b"content-type", resp.content_type.encode())]
     if resp.stream is None:
         headers.append((b"content-length", str(len(resp.body)).encode()))
@@ -285,6 +320,10 @@ async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: 
         raise
     if resp.stream is None:
         body = resp.body if scope.get("method") != "HEAD" else b""
+        if discard_body is not None:
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await discard_body()
+            body = b""
         await send({"type": "http.response.body", "body": body, "more_body": False})
         return
     await _send_stream(resp, receive, send, closing)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 
+import httpx
 import pytest
 
 from .conftest import Server
@@ -29,6 +30,28 @@ def _head(conn: ssl.SSLSocket) -> bytes:
     return got.partition(b"\r\n\r\n")[0]
 
 
+def _response(conn: ssl.SSLSocket) -> tuple[bytes, bytes]:
+    """One response with a Content-Length: its status line and its body."""
+    got = b""
+    while b"\r\n\r\n" not in got:
+        data = conn.recv(65536)
+        assert data, got
+        got += data
+    head, _, body = got.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
+                  if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        data = conn.recv(65536)
+        assert data, body
+        body += data
+    return head.split(b"\r\n")[0], body
+
+
+def _configmap(name: str, size: int) -> bytes:
+    return (b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s"},"data":{"k":"%s"}}'
+            % (name.encode(), b"x" * size))
+
+
 def test_an_unauthenticated_upload_is_refused_before_its_body_is_sent(server: Server) -> None:
     """Issue 11: the server read the body (up to --max-body-bytes) before authentication.
 
@@ -41,3 +64,39 @@ def test_an_unauthenticated_upload_is_refused_before_its_body_is_sent(server: Se
         conn.sendall(head)
         status_line = _head(conn).split(b"\r\n")[0]
     assert status_line.split(b" ")[1] == b"401", status_line
+
+
+def test_the_connection_goes_on_once_the_unread_body_arrives(server: Server) -> None:
+    """Issue 11: the whole 401 is written before the body is received; the body is then dropped and
+    the keep-alive connection serves the next request."""
+    body = _configmap("unread", 2 * 1024 * 1024)
+    with _tls(server) as conn:
+        conn.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: kapi\r\n"
+                     b"Authorization: Bearer not-a-token\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body))
+        status_line, answer = _response(conn)
+        assert status_line.split(b" ")[1] == b"401" and b'"reason":"Unauthorized"' in answer
+        conn.sendall(body)
+        conn.sendall(f"GET /api/v1/namespaces/default HTTP/1.1\r\nHost: kapi\r\n"
+                     f"Authorization: Bearer {server.token}\r\n\r\n".encode())
+        status_line, answer = _response(conn)
+        assert status_line.split(b" ")[1] == b"200" and b'"name":"default"' in answer
+
+
+def test_refused_uploads_over_http2_leave_the_connection_and_the_server_serving(server: Server) -> None:
+    """Issue 11: answering before the body is in must not end the HTTP/2 connection (nor the server):
+    hypercorn closes a stream once its answer ends, and data still arriving on it was fatal.
+    The same held before for a body over --max-body-bytes (413)."""
+    url = server.url + "/api/v1/namespaces/default/configmaps"
+    with httpx.Client(http2=True, verify=ssl.create_default_context(cafile=str(server.ca_file)),
+                      timeout=30) as client:
+        refused = client.post(url, content=_configmap("h2-unread", 1024 * 1024),
+                              headers={"Authorization": "Bearer not-a-token", "Content-Type": "application/json"})
+        assert (refused.status_code, refused.http_version) == (401, "HTTP/2")
+        too_large = client.post(url, content=_configmap("h2-large", 4 * 1024 * 1024),
+                                headers={"Authorization": f"Bearer {server.token}",
+                                         "Content-Type": "application/json"})
+        assert too_large.status_code == 413
+        after = client.get(url, headers={"Authorization": f"Bearer {server.token}"})
+        assert after.status_code == 200
+    assert server.proc.poll() is None
