@@ -18,7 +18,7 @@ LAYERS = {
     "object": 1, "_fast": 1, "encoding": 2,
     "storage": 2, "client": 2,
     "cacher": 3, "metrics": 1,
-    "registry": 4, "admission": 4,
+    "registry": 4, "apis": 4, "admission": 4,
     "controllers": 5, "chain": 5, "api": 5,
     "server": 6, "__main__": 7, "__init__": 7,
 }

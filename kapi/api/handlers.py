@@ -107,7 +107,7 @@ class Handlers:
             return self._respond(await self.registry.get_scale(res, info.namespace, info.name), out)
         obj = await self.registry.get(res, info.namespace, info.name, ctx.query.get("resourceVersion", ""))
         if out.as_kind == "Table":
-            table = build_object_table(res.resource, res.group, obj, time.time(),
+            table = build_object_table(res.strategy.printer, obj, time.time(),
                                        include_object=out.include_object, table_version=out.as_version)
             return self._respond(table, out)
         if out.as_kind == "PartialObjectMetadata":
@@ -128,7 +128,7 @@ class Handlers:
         if page.remaining:
             list_meta["remainingItemCount"] = page.remaining
         if out.as_kind == "Table":
-            table = build_table(res.resource, res.group, page.objects(), time.time(),
+            table = build_table(res.strategy.printer, page.objects(), time.time(),
                                 include_object=out.include_object, list_meta=list_meta,
                                 table_version=out.as_version)
             return self._respond(table, out)
@@ -394,7 +394,7 @@ class Handlers:
         result = await self.registry.delete(res, info.namespace, info.name, opts)
         if not result.deleted:
             return self._respond(result.obj, out, status=200)
-        if res.delete_returns_object:
+        if res.strategy.delete_returns_object:
             return self._respond(result.obj, out, status=200)
         md = result.obj.get("metadata", {})
         return self._respond(success_status(name=info.name, group=res.group, kind=res.resource,
@@ -471,7 +471,7 @@ async def _as_tables(lines: AsyncIterator[bytes], res: Resource, out: Output) ->
             for line in chunk.splitlines():
                 event = orjson.loads(line)
                 if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
-                    event["object"] = build_object_table(res.resource, res.group, event["object"], time.time(),
+                    event["object"] = build_object_table(res.strategy.printer, event["object"], time.time(),
                                                          include_object=out.include_object,
                                                          table_version=out.as_version)
                 converted.append(orjson.dumps(event) + b"\n")
@@ -490,8 +490,7 @@ def cost_warning(res: Resource, opts: ListOptions, page: ListPage) -> str:
                 f"a limit on a resource without a watch cache; it scanned {page.scanned} objects to return "
                 f"{returned}")
     if page.scanned >= SCAN_WARNING_MIN and returned * SCAN_WARNING_RATIO < page.scanned:
-        hint = ("filter on an indexed field (fieldSelector=spec.nodeName=...) or within a namespace"
-                if res.resource == "pods" else "list within a namespace or with a narrower selector")
+        hint = res.strategy.list_hint
         where = {"cache": "the watch cache", "snapshot": "a watch cache snapshot"}.get(page.source, "storage")
         return (f"this LIST of {res.qualified} scanned {page.scanned} objects in {where} to return {returned}; "
                 f"to make it cheaper, {hint}")

@@ -2,31 +2,37 @@
 
 Label selectors follow apimachinery ``pkg/labels/selector.go`` (lexer, parser,
 validation and error texts); field selectors follow ``pkg/fields/selector.go``
-plus the per-kind field label conversions of the built-in API groups.
+and its field label conversion, whose per-kind part (a ``FieldLabels`` and the
+field values) each kind's strategy holds.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from kapi.errors import BadRequest
 from kapi.object.validation import go_quote, is_qualified_name, is_valid_label_value
 
 __all__ = [
-    "FIELD_SELECTORS",
+    "META_FIELDS",
+    "FieldLabels",
     "FieldRequirement",
     "FieldSelector",
     "LabelSelector",
     "Requirement",
-    "field_values",
+    "bool_value",
+    "int_value",
     "label_selector_from_spec",
+    "meta_field_values",
     "new_requirement",
     "parse_field_selector",
     "parse_label_selector",
-    "selectable_fields",
+    "text_value",
+    "value_at",
 ]
 
 def _invalid(path: str, value: str, detail: str) -> str:
@@ -509,75 +515,42 @@ def _unescape_field_value(s: str) -> str:
     return "".join(out)
 
 
-_META_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
-
-# Extra selectable fields per kind (beyond metadata.name / metadata.namespace).
-FIELD_SELECTORS: Final[Mapping[str, tuple[str, ...]]] = {
-    "Pod": ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-            "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP",
-            "status.podIPs", "status.nominatedNodeName"),
-    "Node": ("spec.unschedulable",),
-    "Event": ("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-              "involvedObject.uid", "involvedObject.apiVersion",
-              "involvedObject.resourceVersion", "involvedObject.fieldPath",
-              "reason", "reportingComponent", "source", "type"),
-    "Secret": ("type",),
-    "Namespace": ("status.phase",),
-    "Service": ("spec.clusterIP", "spec.type"),
-    "ReplicaSet": ("status.replicas",),
-    "ReplicationController": ("status.replicas",),
-    "Job": ("status.successful",),
-    "CertificateSigningRequest": ("spec.signerName",),
-    "ClusterTrustBundle": ("spec.signerName",),
-}
-
-# Kinds whose field label conversion lists every allowed field itself (so some
-# drop metadata.namespace) and answers unknown fields with its own message.
-_CONVERSION_ALLOWED: Final[Mapping[str, frozenset[str]]] = {
-    "Pod": _META_FIELDS | frozenset(FIELD_SELECTORS["Pod"]),
-    "Node": frozenset({"metadata.name", "spec.unschedulable"}),
-    "ReplicationController": _META_FIELDS | {"status.replicas"},
-    "Event": _META_FIELDS | frozenset(FIELD_SELECTORS["Event"]),
-    "Namespace": frozenset({"metadata.name", "status.phase"}),
-    "Secret": _META_FIELDS | {"type"},
-    "Service": _META_FIELDS | {"spec.clusterIP", "spec.type"},
-    "Job": _META_FIELDS | {"status.successful"},
-    "CertificateSigningRequest": frozenset({"metadata.name", "spec.signerName"}),
-    "ClusterTrustBundle": frozenset({"metadata.name", "spec.signerName"}),
-}
-_UNKNOWN_FIELD_MESSAGE: Final[Mapping[str, str]] = {
-    "Job": "field label {q} not supported for batchv1.Job",
-}
-# Old clients send spec.host; the Pod conversion renames it.
-_FIELD_ALIASES: Final[Mapping[str, Mapping[str, str]]] = {"Pod": {"spec.host": "spec.nodeName"}}
+META_FIELDS: Final = frozenset({"metadata.name", "metadata.namespace"})
 
 
-def selectable_fields(kind: str) -> frozenset[str]:
-    """The field names a field selector may use for ``kind``."""
-    if kind in _CONVERSION_ALLOWED:
-        return _CONVERSION_ALLOWED[kind]
-    return _META_FIELDS | frozenset(FIELD_SELECTORS.get(kind, ()))
+@dataclass(frozen=True, slots=True)
+class FieldLabels:
+    """The fields a kind's field selectors may name, as the kind's field label conversion has them.
+
+    A kind's strategy holds its own; the default is kube's default conversion (metadata only).
+    """
+
+    fields: frozenset[str] = META_FIELDS
+    # The kind has a conversion func of its own, which lists every allowed field itself (so some
+    # drop metadata.namespace) and answers an unknown field "field label not supported".
+    converts: bool = False
+    unknown_message: str = ""  # a message of its own for an unknown field; {q} is the quoted field
+    aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))  # old name -> field
 
 
-def _unknown_field(field: str, kind: str | None, allowed: Collection[str]) -> BadRequest:
-    if kind is not None and kind in _UNKNOWN_FIELD_MESSAGE:
-        return BadRequest(_UNKNOWN_FIELD_MESSAGE[kind].format(q=go_quote(field)))
-    if (kind is not None and kind in _CONVERSION_ALLOWED) or (
-        kind is None and not set(allowed) <= _META_FIELDS
-    ):
-        return BadRequest(f"field label not supported: {field}")
+def _unknown_field(name: str, labels: FieldLabels | None, allowed: Collection[str]) -> BadRequest:
+    if labels is not None and labels.unknown_message:
+        return BadRequest(labels.unknown_message.format(q=go_quote(name)))
+    if (labels is not None and labels.converts) or (labels is None and not set(allowed) <= META_FIELDS):
+        return BadRequest(f"field label not supported: {name}")
     return BadRequest(
-        f'{go_quote(field)} is not a known field selector: only "metadata.name", "metadata.namespace"'
+        f'{go_quote(name)} is not a known field selector: only "metadata.name", "metadata.namespace"'
     )
 
 
 def parse_field_selector(
-    text: str, allowed: Collection[str], *, kind: str | None = None
+    text: str, allowed: Collection[str], *, labels: FieldLabels | None = None
 ) -> FieldSelector:
     """fields.ParseSelector followed by the kind's field label conversion.
 
-    ``kind`` picks kube-apiserver's message for an unknown field; without it the
-    message follows ``allowed`` (metadata only → the default conversion's text).
+    ``labels`` (the kind's) gives kube-apiserver's message for an unknown field and the
+    old field names it renames; without it the message follows ``allowed`` (metadata only
+    → the default conversion's text).
 
     Raises:
         BadRequest: malformed selector or a field not in ``allowed``.
@@ -592,20 +565,22 @@ def parse_field_selector(
             raise BadRequest(f"invalid selector: '{text}'; can't understand '{term}'")
         lhs, op, rhs = split
         parsed.append(FieldRequirement(lhs, "!=" if op == "!=" else "=", _unescape_field_value(rhs)))
-    aliases = _FIELD_ALIASES.get(kind or "", {})
+    aliases = labels.aliases if labels is not None else {}
     out = []
     for req in parsed:
-        field = aliases.get(req.field, req.field)
-        if field not in allowed and req.field not in aliases:
-            raise _unknown_field(req.field, kind, allowed)
-        out.append(FieldRequirement(field, req.operator, req.value))
+        name = aliases.get(req.field, req.field)
+        if name not in allowed and req.field not in aliases:
+            raise _unknown_field(req.field, labels, allowed)
+        out.append(FieldRequirement(name, req.operator, req.value))
     return FieldSelector(tuple(out))
 
 
 # ------------------------------------------------------------- field values
+# A kind's strategy makes its field set (fields.Set) from these.
 
 
-def _get(obj: Mapping[str, Any], *path: str) -> Any:
+def value_at(obj: Mapping[str, Any], *path: str) -> Any:
+    """The value at ``path`` under nested mappings, None where one is missing."""
     cur: Any = obj
     for p in path:
         if not isinstance(cur, Mapping):
@@ -614,60 +589,25 @@ def _get(obj: Mapping[str, Any], *path: str) -> Any:
     return cur
 
 
-def _s(value: Any) -> str:
+def text_value(value: Any) -> str:
+    """A string field's selectable value ("" when unset or not a string)."""
     return value if isinstance(value, str) else ""
 
 
-def _bool(value: Any) -> str:
+def bool_value(value: Any) -> str:
+    """A bool field's selectable value, as Go's strconv.FormatBool."""
     return "true" if value is True else "false"
 
 
-def _int(value: Any) -> str:
+def int_value(value: Any) -> str:
+    """An integer field's selectable value ("0" when unset)."""
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else "0"
 
 
-def field_values(kind: str, obj: Mapping[str, Any], namespaced: bool) -> dict[str, str]:
-    """The selectable field set of an object, each value as its string (fields.Set)."""
-    meta = obj.get("metadata") or {}
-    out = {"metadata.name": _s(meta.get("name"))}
+def meta_field_values(obj: Mapping[str, Any], namespaced: bool) -> dict[str, str]:
+    """metadata.name (and metadata.namespace of a namespaced kind): every kind's selectable fields."""
+    md = obj.get("metadata") or {}
+    out = {"metadata.name": text_value(md.get("name"))}
     if namespaced:
-        out["metadata.namespace"] = _s(meta.get("namespace"))
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    if kind == "Pod":
-        pod_ips = status.get("podIPs") or []
-        pod_ip = _s(_get(pod_ips[0], "ip")) if pod_ips else _s(status.get("podIP"))
-        out.update({
-            "spec.nodeName": _s(spec.get("nodeName")),
-            "spec.restartPolicy": _s(spec.get("restartPolicy")),
-            "spec.schedulerName": _s(spec.get("schedulerName")),
-            "spec.serviceAccountName": _s(spec.get("serviceAccountName")),
-            "spec.hostNetwork": _bool(spec.get("hostNetwork")),
-            "status.phase": _s(status.get("phase")),
-            "status.podIP": pod_ip,
-            "status.nominatedNodeName": _s(status.get("nominatedNodeName")),
-        })
-    elif kind == "Node":
-        out["spec.unschedulable"] = _bool(spec.get("unschedulable"))
-    elif kind == "Event":
-        inv = obj.get("involvedObject") or {}
-        for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath"):
-            out[f"involvedObject.{f}"] = _s(inv.get(f))
-        out["reason"] = _s(obj.get("reason"))
-        out["reportingComponent"] = _s(obj.get("reportingComponent"))
-        out["source"] = _s(_get(obj, "source", "component"))
-        out["type"] = _s(obj.get("type"))
-    elif kind == "Secret":
-        out["type"] = _s(obj.get("type"))
-    elif kind == "Namespace":
-        out["status.phase"] = _s(status.get("phase"))
-    elif kind == "Service":
-        out["spec.clusterIP"] = _s(spec.get("clusterIP"))
-        out["spec.type"] = _s(spec.get("type"))
-    elif kind in ("ReplicaSet", "ReplicationController"):
-        out["status.replicas"] = _int(status.get("replicas"))
-    elif kind == "Job":
-        out["status.successful"] = _int(status.get("succeeded"))
-    elif kind in ("CertificateSigningRequest", "ClusterTrustBundle"):
-        out["spec.signerName"] = _s(spec.get("signerName"))
+        out["metadata.namespace"] = text_value(md.get("namespace"))
     return out

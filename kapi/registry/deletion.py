@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from kapi import errors
 from kapi.encoding import codec
-from kapi.object import meta
 from kapi.object.listopts import ListOptions
 from kapi.registry.listing import ListPage
 from kapi.registry.resources import Resource
@@ -23,7 +22,6 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 log = logging.getLogger("kapi.registry")
 
-PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 _DELETE_TRIES = 16  # reads and compare-and-swaps before a 409, as an update's
 
 
@@ -48,9 +46,7 @@ class DeleteResult:
 
 async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> DeleteResult:
     key = reg.key(res, namespace, name)
-    if res.resource == "namespaces" and name in PROTECTED_NAMESPACES:
-        raise errors.Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                               name=name, kind="namespaces")
+    res.strategy.check_delete(name)
     for _ in range(_DELETE_TRIES):
         kv = await reg.get_kv(res, namespace, name)
         try:
@@ -112,10 +108,8 @@ async def _delete_corrupt(reg: Registry, key: str, kv: KeyValue, opts: DeleteOpt
 
 
 def _deletion_update(res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None:
-    """The object as it stays after this DELETE, or None if it goes now."""
+    """The object as it stays after this DELETE, or None if it goes now (the strategy's graceful deletion)."""
     new = copy.deepcopy(obj)
-    md = new["metadata"]
-    finalizers = list(md.get("finalizers") or [])
     policy = opts.propagation_policy
     if not policy and opts.orphan_dependents is not None:
         policy = "Orphan" if opts.orphan_dependents else "Background"
@@ -126,59 +120,7 @@ def _deletion_update(res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None
             "propagationPolicy")])
     # The garbage collector finishes these (kapi.controllers): orphan or delete the dependents.
     gc_finalizer = {"Orphan": "orphan", "Foreground": "foregroundDeletion"}.get(policy)
-    if gc_finalizer and res.resource != "namespaces" and not md.get("deletionTimestamp") \
-            and gc_finalizer not in finalizers:
-        finalizers.append(gc_finalizer)
-        md["finalizers"] = finalizers
-    if res.resource == "namespaces":
-        if md.get("deletionTimestamp"):
-            return new
-        md["deletionTimestamp"] = meta.now_rfc3339()
-        md["deletionGracePeriodSeconds"] = 0
-        new.setdefault("status", {})["phase"] = "Terminating"
-        if not new.get("spec", {}).get("finalizers") and not finalizers:
-            return None
-        return new
-    grace = _grace_period(res, obj, opts)
-    if md.get("deletionTimestamp"):
-        if finalizers:
-            return new
-        old_grace = md.get("deletionGracePeriodSeconds")
-        if grace == 0 or (old_grace is not None and grace is not None and grace < old_grace):
-            if grace == 0:
-                return None
-            md["deletionGracePeriodSeconds"] = grace
-            md["deletionTimestamp"] = meta.rfc3339_after(grace)
-        return new
-    if finalizers:
-        md["deletionTimestamp"] = meta.now_rfc3339()
-        md["deletionGracePeriodSeconds"] = 0
-        if md.get("generation"):
-            md["generation"] += 1
-        return new
-    if grace:
-        md["deletionTimestamp"] = meta.rfc3339_after(grace)
-        md["deletionGracePeriodSeconds"] = grace
-        if md.get("generation"):
-            md["generation"] += 1
-        return new
-    return None
-
-
-
-def _grace_period(res: Resource, obj: Obj, opts: DeleteOptions) -> int:
-    """Graceful deletion applies to pods bound to a node that are still running."""
-    if res.resource != "pods":
-        return 0
-    spec = obj.get("spec", {})
-    grace = opts.grace_period_s
-    if grace is None:
-        grace = spec.get("terminationGracePeriodSeconds", 30)
-    if grace < 0:
-        grace = 1
-    if not spec.get("nodeName") or obj.get("status", {}).get("phase") in ("Failed", "Succeeded"):
-        return 0
-    return int(grace)
+    return res.strategy.prepare_for_delete(new, gc_finalizer, opts)
 
 
 async def delete_collection(reg: Registry, res: Resource, namespace: str, list_opts: ListOptions,
@@ -194,17 +136,3 @@ async def delete_collection(reg: Registry, res: Resource, namespace: str, list_o
             continue
         deleted.append(result.obj)
     return ListPage(deleted, page.resource_version)
-
-
-def finalized(obj: Obj) -> bool:
-    """The object is being deleted and nothing holds it any more: it goes now."""
-    md = obj.get("metadata", {})
-    return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
-        md.get("deletionGracePeriodSeconds", 0) == 0 and obj.get("kind") != "Namespace"
-
-
-def namespace_finished(ns: Obj) -> bool:
-    """The namespace is being deleted and all its finalizers are done."""
-    md = ns.get("metadata", {})
-    return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
-        not ns.get("spec", {}).get("finalizers")

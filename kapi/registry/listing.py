@@ -19,7 +19,6 @@ from kapi.cacher.watcher import Encoder, Filter
 from kapi.encoding import codec, protobuf
 from kapi.object import meta
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
-from kapi.object.selectors import field_values
 from kapi.registry.resources import Resource
 from kapi.storage.base import KeyValue
 
@@ -72,7 +71,7 @@ def make_cacher(reg: Registry, res: Resource, *, capacity: int, indexed_fields: 
         # Label and field values repeat across objects (app names, node names, phases): share them.
         labels = {sys.intern(k): sys.intern(v) for k, v in (md.get("labels") or {}).items()}
         fields = {k: v if k == "metadata.name" else sys.intern(v)
-                  for k, v in field_values(res.kind, obj, res.namespaced).items()}
+                  for k, v in res.strategy.field_values(obj, res.namespaced).items()}
         return Entry(key, ns, md.get("name", ""), revision, labels, fields, data)
 
     cacher = Cacher(reg.storage, reg.prefix(res, ""), make_entry,

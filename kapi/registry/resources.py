@@ -1,4 +1,7 @@
-"""The table of served resources: adding a built-in resource is one entry here."""
+"""The table of served resources: the ``Resource`` description of each, and lookups by name and kind.
+
+The built-in resources are ``kapi.apis.BUILTIN``; what a kind does is its ``strategy``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kapi import errors
+from kapi.registry.strategy import Strategy
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
@@ -28,20 +32,12 @@ class Resource:
     storage_prefix: str = ""  # defaults to the resource name (SEMANTICS §5)
     # Where another resource's storage holds the objects (events.k8s.io events live with core events).
     storage_of: tuple[str, str] = ("", "")
-    # Generation also moves on annotation changes (the Deployment strategy).
-    generation_on_annotations: bool = False
     # Served from the watch cache (kube-apiserver keeps events out of it).
     cacheable: bool = True
-    # The strategy sets metadata.generation (1 on create, +1 on spec changes).
-    tracks_generation: bool = False
-    # PUT of a missing object creates it.
-    create_on_update: bool = False
-    # DELETE answers with the object rather than a success Status: kube's registry store sets
-    # ReturnDeletedObject for namespaces, pods, services, serviceaccounts, persistentvolumes and
-    # persistentvolumeclaims (and podtemplates, resourcequotas and the storage.k8s.io kinds, not served).
-    delete_returns_object: bool = False
     # Not stored: a create is answered by the server (access reviews, self subject reviews).
     virtual: bool = False
+    # Everything the generic store does differently for this kind.
+    strategy: Strategy
 
     @property
     def group_version(self) -> str:
@@ -69,98 +65,6 @@ class Resource:
         return f"{self.resource}.{self.group}" if self.group else self.resource
 
 
-_ALL = ("all",)
-
-
-def _r(group: str, version: str, resource: str, kind: str, **kw: object) -> Resource:
-    return Resource(group=group, version=version, resource=resource, kind=kind, **kw)  # type: ignore[arg-type]
-
-
-BUILTIN: tuple[Resource, ...] = (
-    # core/v1
-    _r("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",),
-       subresources=("status", "finalize"),
-       verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
-       delete_returns_object=True),
-    _r("", "v1", "pods", "Pod", short_names=("po",), categories=_ALL, subresources=("status",),
-       tracks_generation=True, delete_returns_object=True),
-    _r("", "v1", "nodes", "Node", namespaced=False, short_names=("no",), subresources=("status",),
-       storage_prefix="minions"),
-    _r("", "v1", "configmaps", "ConfigMap", short_names=("cm",)),
-    _r("", "v1", "secrets", "Secret"),
-    _r("", "v1", "services", "Service", short_names=("svc",), categories=_ALL, subresources=("status",),
-       storage_prefix="services/specs",
-       verbs=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
-       delete_returns_object=True),
-    _r("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), delete_returns_object=True),
-    _r("", "v1", "endpoints", "Endpoints", short_names=("ep",), storage_prefix="services/endpoints",
-       create_on_update=True),
-    _r("", "v1", "events", "Event", short_names=("ev",), cacheable=False,
-       create_on_update=True),
-    _r("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",),
-       subresources=("status",),
-       tracks_generation=True, delete_returns_object=True),
-    _r("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, short_names=("pv",),
-       subresources=("status",), delete_returns_object=True),
-    # apps/v1
-    _r("apps", "v1", "deployments", "Deployment", short_names=("deploy",), categories=_ALL,
-       subresources=("status", "scale"), generation_on_annotations=True,
-       tracks_generation=True),
-    _r("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=_ALL,
-       subresources=("status", "scale"),
-       tracks_generation=True),
-    _r("apps", "v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=_ALL,
-       subresources=("status", "scale"),
-       tracks_generation=True),
-    _r("apps", "v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=_ALL,
-       subresources=("status",),
-       tracks_generation=True),
-    # batch/v1
-    _r("batch", "v1", "jobs", "Job", categories=_ALL, subresources=("status",),
-       tracks_generation=True),
-    _r("batch", "v1", "cronjobs", "CronJob", short_names=("cj",), categories=_ALL, subresources=("status",),
-       tracks_generation=True),
-    # coordination.k8s.io/v1
-    _r("coordination.k8s.io", "v1", "leases", "Lease",
-       create_on_update=True),
-    # events.k8s.io/v1: the same objects as core/v1 events, another shape
-    _r("events.k8s.io", "v1", "events", "Event", short_names=("ev",), cacheable=False,
-       storage_of=("", "events"),
-       create_on_update=True),
-    # rbac.authorization.k8s.io/v1
-    _r("rbac.authorization.k8s.io", "v1", "roles", "Role",
-       create_on_update=True),
-    _r("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding",
-       create_on_update=True),
-    _r("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False,
-       create_on_update=True),
-    _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", namespaced=False,
-       create_on_update=True),
-    # authorization.k8s.io/v1 and authentication.k8s.io/v1: reviews answered, never stored
-    _r("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", namespaced=False,
-       verbs=("create",), virtual=True, cacheable=False),
-    _r("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False,
-       verbs=("create",), virtual=True, cacheable=False),
-    _r("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview",
-       verbs=("create",), virtual=True, cacheable=False),
-    _r("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", namespaced=False,
-       verbs=("create",), virtual=True, cacheable=False),
-    _r("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", namespaced=False,
-       verbs=("create",), virtual=True, cacheable=False),
-    # apiextensions.k8s.io/v1 (stored only, for now)
-    _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition",
-       namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",),
-       subresources=("status",), storage_prefix="apiextensions.k8s.io/customresourcedefinitions",
-       tracks_generation=True),
-    # flowcontrol.apiserver.k8s.io/v1 (stored only, for now)
-    _r("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", namespaced=False,
-       subresources=("status",),
-       tracks_generation=True, create_on_update=True),
-    _r("flowcontrol.apiserver.k8s.io", "v1", "prioritylevelconfigurations", "PriorityLevelConfiguration",
-       namespaced=False, subresources=("status",),
-       tracks_generation=True, create_on_update=True),
-)
-
 # The preferred order of groups in discovery, as kube-apiserver lists them.
 GROUP_ORDER = ("", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
                "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
@@ -183,7 +87,7 @@ class ResourceTable:
 
     __slots__ = ("_by_gvr", "_listeners", "_snapshot", "generation")
 
-    def __init__(self, resources: Iterable[Resource] = BUILTIN) -> None:
+    def __init__(self, resources: Iterable[Resource]) -> None:
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
         for r in resources:
             self._insert(r)

@@ -9,9 +9,7 @@ turns ``StorageError`` into API errors. LIST is in ``listing``, WATCH in ``watch
 from __future__ import annotations
 
 import copy
-import ipaddress
 import logging
-import random
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable
 
@@ -22,25 +20,22 @@ from kapi.cacher.cache import Cacher
 from kapi.encoding import codec
 from kapi.metrics import Metrics
 from kapi.object import meta
-from kapi.object.defaults import apply_defaults
 from kapi.object.listopts import ListOptions
 from kapi.object.managedfields.update import reset_fields_for, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
-from kapi.object.selectors import (FieldSelector, LabelSelector, field_values, parse_field_selector,
-    parse_label_selector, selectable_fields)
-from kapi.object.validation import validate, validate_object_meta, validate_update_meta
-from kapi.registry import convert, deletion, listing, scale, watching
+from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
+from kapi.object.validation import validate_object_meta, validate_update_meta
+from kapi.registry import deletion, listing, scale, watching
 from kapi.registry.deletion import DeleteOptions, DeleteResult
 from kapi.registry.listing import ListPage
 from kapi.registry.resources import Resource, ResourceTable
+from kapi.registry.strategy import Allocation
 from kapi.storage.base import KeyValue, Storage
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj]
 log = logging.getLogger("kapi.registry")
 
-INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 _GUARANTEED_UPDATE_TRIES = 16
 
 
@@ -70,7 +65,7 @@ class Registry:
     root: str = "/registry"
     metrics: Metrics = field(default_factory=Metrics)
     cachers: dict[tuple[str, str], Cacher] = field(default_factory=dict)
-    _ip_lock: trio.Lock = field(default_factory=trio.Lock)
+    _allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)  # see _allocation
     _reported: set[tuple[str, int]] = field(default_factory=set)  # corrupt (key, revision) pairs logged
 
     # ------------------------------------------------------------ helpers
@@ -100,7 +95,7 @@ class Registry:
             if json_safe:
                 codec.check_json(obj)
             meta.metadata(obj)["resourceVersion"] = str(kv.revision)
-            return convert.from_storage(res, obj)
+            return res.strategy.from_storage(obj)
         except codec.CorruptObject as exc:
             raise codec.CorruptObject(str(exc), key=kv.key, revision=kv.revision) from None
 
@@ -154,7 +149,7 @@ class Registry:
             return None
 
     def encode(self, res: Resource, obj: Obj) -> bytes:
-        stored = convert.to_storage(res, obj)
+        stored = res.strategy.to_storage(obj)
         md = stored.get("metadata", {})
         if "resourceVersion" in md:
             md = dict(md)
@@ -170,7 +165,8 @@ class Registry:
         label = parse_label_selector(opts.label_selector) if opts.label_selector else None
         fsel = None
         if opts.field_selector:
-            fsel = parse_field_selector(opts.field_selector, self.selectable_fields(res), kind=res.kind)
+            fsel = parse_field_selector(opts.field_selector, self.selectable_fields(res),
+                                        labels=res.strategy.field_labels)
         if label is not None and label.empty:
             label = None
         if fsel is not None and not fsel.requirements:
@@ -179,14 +175,14 @@ class Registry:
 
     @staticmethod
     def selectable_fields(res: Resource) -> frozenset[str]:
-        fields = selectable_fields(res.kind)
+        fields = res.strategy.field_labels.fields
         return fields if res.namespaced else fields - {"metadata.namespace"}
 
     def matches(self, res: Resource, sel: Selection, obj: Obj) -> bool:
         md = obj.get("metadata", {})
         if sel.label is not None and not sel.label.matches(md.get("labels") or {}):
             return False
-        if sel.field is not None and not sel.field.matches(field_values(res.kind, obj, res.namespaced)):
+        if sel.field is not None and not sel.field.matches(res.strategy.field_values(obj, res.namespaced)):
             return False
         return True
 
@@ -236,8 +232,7 @@ class Registry:
         md = obj["metadata"]
         if res.namespaced:
             await self._check_namespace_open(md["namespace"])
-        if res.resource == "services":
-            await self._allocate_cluster_ip(obj, opts.dry_run)
+        await res.strategy.before_create(obj, self._allocation(res))
         if opts.dry_run:
             md.pop("resourceVersion", None)
             return obj
@@ -261,17 +256,12 @@ class Registry:
             md.pop(k, None)
         md["uid"] = meta.new_uid()
         md["creationTimestamp"] = meta.now_rfc3339()
-        if res.tracks_generation:
-            md["generation"] = 1
-        else:
-            md.pop("generation", None)
-        if res.has_status and res.resource != "customresourcedefinitions":
-            obj.pop("status", None)
+        res.strategy.prepare_for_create(res, obj)
         go_roundtrip(self.schema, (res.group, res.version, res.kind), obj)  # kube decodes into Go structs first
-        convert.normalize_write(res, obj)
-        apply_defaults(res.resource, res.group, obj)
-        causes = validate_object_meta(obj, namespaced=res.namespaced, resource=res.resource, group=res.group)
-        causes += validate(res.resource, res.group, obj, None)
+        res.strategy.canonicalize(obj)
+        res.strategy.default(obj, None)
+        causes = self._validate_meta(res, obj)
+        causes += res.strategy.validate(obj)
         if causes:
             raise errors.invalid(res.kind, res.group, str(md.get("name", "")), causes)
         return obj
@@ -325,55 +315,20 @@ class Registry:
                                      message=f"namespace {namespace} is being terminated",
                                      field="metadata.namespace")])
 
-    async def _allocate_cluster_ip(self, svc: Obj, dry_run: bool) -> None:
-        spec = svc.setdefault("spec", {})
-        if spec.get("type") == "ExternalName":
-            return
-        wanted = spec.get("clusterIP")
-        if wanted == "None":
-            spec["clusterIPs"] = ["None"]
-            return
-        async with self._ip_lock:
-            used = await self._used_cluster_ips()
-            if wanted:
-                try:
-                    ip = ipaddress.ip_address(wanted)
-                except ValueError:
-                    ip = None
-                if ip is None or ip not in SERVICE_CIDR:
-                    raise errors.invalid("Service", "", svc["metadata"]["name"], [errors.Cause(
-                        "FieldValueInvalid", f'Invalid value: "{wanted}": failed to allocate IP {wanted}: '
-                        f"the provided IP ({wanted}) is not in the valid range. The range of valid IPs is "
-                        f"{SERVICE_CIDR}", "spec.clusterIPs")])
-                if str(ip) in used:
-                    raise errors.invalid("Service", "", svc["metadata"]["name"], [errors.Cause(
-                        "FieldValueInvalid", f'Invalid value: ["{wanted}"]: failed to allocate IP {wanted}: '
-                        "provided IP is already allocated", "spec.clusterIPs")])
-                chosen = str(ip)
-            else:
-                hosts = SERVICE_CIDR.num_addresses - 2
-                for _ in range(64):
-                    candidate = str(SERVICE_CIDR.network_address + random.randint(11, hosts))
-                    if candidate not in used:
-                        break
-                chosen = candidate
-        spec["clusterIP"] = chosen
-        spec["clusterIPs"] = [chosen]
+    def _allocation(self, res: Resource) -> Allocation:
+        """What a strategy's ``before_create`` allocates from: a lock and the stored values of ``res``."""
+        found = self._allocations.get((res.group, res.resource))
+        if found is None:
+            async def stored_values() -> list[bytes]:
+                return [kv.value for kv in (await self.storage.list(self.prefix(res, ""))).items]
 
-    async def _used_cluster_ips(self) -> set[str]:
-        svc_res = self.table.get("", "v1", "services")
-        assert svc_res is not None
-        result = await self.storage.list(self.prefix(svc_res, ""))
-        used = set()
-        for kv in result.items:
-            try:
-                spec = codec.decode_value(kv.value).get("spec")
-            except codec.CorruptObject:
-                continue
-            ip = spec.get("clusterIP") if isinstance(spec, dict) else None
-            if ip and isinstance(ip, str):
-                used.add(ip)
-        return used
+            found = self._allocations[(res.group, res.resource)] = Allocation(trio.Lock(), stored_values)
+        return found
+
+    @staticmethod
+    def _validate_meta(res: Resource, obj: Obj) -> list[errors.Cause]:
+        return validate_object_meta(obj, namespaced=res.namespaced, name_rule=res.strategy.name_rule,
+                                    core_finalizers=res.strategy.core_finalizers)
 
     # ------------------------------------------------------------- update
 
@@ -391,7 +346,7 @@ class Registry:
         try:
             current = await self.storage.get(self.key(res, namespace, name))
         except errors.KeyNotFound:
-            if res.create_on_update and not subresource:
+            if res.strategy.create_on_update and not subresource:
                 md.pop("resourceVersion", None)
                 return await self.create(res, namespace, obj, opts), True
             raise self.not_found(res, name) from None
@@ -422,16 +377,7 @@ class Registry:
             new = mutate(copy.deepcopy(old))
             new = self._prepare_update(res, new, old, subresource)
             self._track_fields(res, old, new, opts, subresource)
-            if res.resource == "namespaces" and deletion.namespace_finished(new):
-                if opts.dry_run:
-                    return new
-                try:
-                    await self.storage.delete(key, kv.revision)
-                except (errors.RevisionConflict, errors.KeyNotFound):
-                    kv = None
-                    continue
-                return new
-            if deletion.finalized(new):
+            if res.strategy.finished(new):
                 # The update removed the last finalizer of an object being deleted: it goes now.
                 if opts.dry_run:
                     return new
@@ -487,51 +433,17 @@ class Registry:
                     "FieldValueForbidden",
                     "Forbidden: no new finalizers can be added if the object is being deleted, "
                     f"found new finalizers {sorted(added)!r}".replace("'", '"'), "metadata.finalizers")])
+        new = res.strategy.prepare_for_update(res, new, old, subresource)
         if subresource == "status":
-            status = new.get("status")
-            new = copy.deepcopy(old)
-            if status is None:
-                new.pop("status", None)
-            else:
-                new["status"] = status
-            new["metadata"]["resourceVersion"] = old_md["resourceVersion"]
-        elif res.has_status and res.resource != "namespaces" or subresource == "finalize":
-            if "status" in old:
-                new["status"] = old["status"]
-            else:
-                new.pop("status", None)
-        if subresource == "finalize":
-            new_spec_finalizers = new.get("spec", {}).get("finalizers")
-            new = copy.deepcopy(old)
-            new.setdefault("spec", {})["finalizers"] = new_spec_finalizers or []
-        elif res.resource == "namespaces":
-            # spec.finalizers change only through /finalize; status.phase is the server's.
-            new.setdefault("spec", {})["finalizers"] = old.get("spec", {}).get("finalizers", [])
-            new["status"] = old.get("status", {})
-        md = new["metadata"]
-        if res.tracks_generation:
-            md["generation"] = old_md.get("generation", 1)
-            if subresource != "status" and self._spec_changed(res, new, old):
-                md["generation"] = md["generation"] + 1
+            causes = res.strategy.validate_status_update(new, old)
         else:
-            md.pop("generation", None)
-        if subresource != "status":
-            convert.normalize_write(res, new)
-            apply_defaults(res.resource, res.group, new, old=old)
-            causes = validate_object_meta(new, namespaced=res.namespaced, resource=res.resource,
-                                          group=res.group)
-            causes += validate(res.resource, res.group, new, old)
-            if causes:
-                raise errors.invalid(res.kind, res.group, old_md["name"], causes)
+            res.strategy.canonicalize(new)
+            res.strategy.default(new, old)
+            causes = self._validate_meta(res, new)
+            causes += res.strategy.validate_update(new, old)
+        if causes:
+            raise errors.invalid(res.kind, res.group, old_md["name"], causes)
         return new
-
-    @staticmethod
-    def _spec_changed(res: Resource, new: Obj, old: Obj) -> bool:
-        if res.generation_on_annotations and (new["metadata"].get("annotations") or {}) != (
-                old["metadata"].get("annotations") or {}):
-            return True
-        strip = ("metadata", "status", "kind", "apiVersion")
-        return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
 
     # -------------------------------------------------------- scale (scale.py)
 

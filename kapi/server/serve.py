@@ -15,11 +15,13 @@ from typing import Any, Awaitable, Callable
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from kapi import __version__, errors
+from kapi import __version__, apis, errors
 from kapi.api.app import App, Health
 from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
+from kapi.apis.core.namespaces import INITIAL_NAMESPACES
+from kapi.apis.core.services import SERVICE_CIDR
 from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.context import UserInfo
 from kapi.chain.authz import Authorizer
@@ -31,7 +33,7 @@ from kapi.server.https import serve_https
 from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig
 from kapi.registry.resources import Resource, ResourceTable
-from kapi.registry.store import INITIAL_NAMESPACES, SERVICE_CIDR, Registry, WriteOptions
+from kapi.registry.store import Registry, WriteOptions
 from kapi.object.schema import load_builtin
 from kapi.storage.base import Storage
 
@@ -344,7 +346,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                          f"({getattr(exc, 'filename', None) or 'remove the pki directory to make new ones'})") from None
     storage = make_storage(config, data_dir)
     # The schema is loaded once per server; the registry and the API read this one.
-    registry = Registry(storage, ResourceTable(), schema=load_builtin(), metrics=Metrics())
+    registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), metrics=Metrics())
     health = Health()
     app = build_app(config, registry, pki.admin_token, health)
     shutdown = trio.Event()

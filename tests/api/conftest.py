@@ -13,6 +13,7 @@ from kapi.api.app import App, Health
 from kapi.config import Config
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.namespace import NamespaceController
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.serve import _bootstrap, build_app
@@ -82,7 +83,7 @@ class Api:
 async def api(nursery: trio.Nursery) -> AsyncIterator[Api]:
     storage = MemoryStorage()
     await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable())
+    registry = Registry(storage, ResourceTable(BUILTIN))
     app = build_app(Config(storage_backend="memory"), registry, TOKEN, Health(ready=True))
     namespaces = NamespaceController(registry)
     await _bootstrap(registry, namespaces)

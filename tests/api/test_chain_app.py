@@ -13,6 +13,7 @@ from kapi.chain.authz import Authorizer
 from kapi.chain.context import UserInfo
 from kapi.config import Config
 from kapi.controllers.namespace import NamespaceController
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.serve import _bootstrap, build_app
@@ -111,7 +112,7 @@ async def test_the_body_is_read_after_authorization(api: Api) -> None:
 async def test_a_forbidden_client_gets_403_without_its_body_read(nursery: trio.Nursery, tmp_path: Path) -> None:
     storage = MemoryStorage()
     await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable())
+    registry = Registry(storage, ResourceTable(BUILTIN))
     tokens = tmp_path / "tokens.csv"
     tokens.write_text(f'{USER},alice,uid-1,"developers"\n')
     app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysDeny",), token_auth_file=str(tokens)),

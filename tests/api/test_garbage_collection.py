@@ -8,6 +8,7 @@ import trio
 
 from kapi import errors
 from kapi.controllers.garbagecollector import GarbageCollector
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.store import Registry, WriteOptions
@@ -89,7 +90,7 @@ async def test_dependents_stored_before_start_up_are_collected_and_nothing_else_
         nursery: trio.Nursery) -> None:
     storage = MemoryStorage()
     await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable())
+    registry = Registry(storage, ResourceTable(BUILTIN))
     cms, nss = registry.table.get("", "v1", "configmaps"), registry.table.get("", "v1", "namespaces")
     assert cms is not None and nss is not None
     await registry.create(nss, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},

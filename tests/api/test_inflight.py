@@ -10,6 +10,7 @@ import trio
 
 from kapi.api.app import App, Health
 from kapi.config import Config
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.serve import _bootstrap, build_app
@@ -22,7 +23,7 @@ ADMIN, USER = "admin-token", "user-token"
 async def make_app(nursery: trio.Nursery, tmp_path: Path, reads: int, writes: int) -> App:
     storage = MemoryStorage()
     await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable())
+    registry = Registry(storage, ResourceTable(BUILTIN))
     tokens = tmp_path / "tokens.csv"
     tokens.write_text(f'{USER},alice,uid-1,"developers"\n')
     config = Config(storage_backend="memory", max_requests_inflight=reads, max_mutating_requests_inflight=writes,

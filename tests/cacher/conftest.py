@@ -12,6 +12,7 @@ import trio
 from kapi.encoding import codec
 from kapi.cacher.cache import Cacher
 from kapi.metrics import Metrics
+from kapi.apis import BUILTIN
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import Registry
 from kapi.storage.memory import MemoryStorage
@@ -97,7 +98,7 @@ def make_env(nursery: trio.Nursery) -> MakeEnv:
         if storage is None:
             storage = MemoryStorage(**storage_options)
             await nursery.start(storage.run)
-        registry = Registry(storage, ResourceTable(), metrics=Metrics())
+        registry = Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
         res = registry.table.get("", "v1", "pods")
         assert res is not None
         cacher = registry.make_cacher(res, capacity=capacity, indexed_fields=indexed_fields)

@@ -28,7 +28,7 @@ def selecting(env: Env, namespace: str = "", label: str = "", field: str = "") -
     fields = env.registry.selectable_fields(env.res)
     return Filter(env.registry.prefix(env.res, namespace),
                   parse_label_selector(label) if label else None,
-                  parse_field_selector(field, fields, kind="Pod") if field else None)
+                  parse_field_selector(field, fields, labels=env.res.strategy.field_labels) if field else None)
 
 
 async def populate(env: Env) -> None:

@@ -22,6 +22,7 @@ from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.namespace import NamespaceController
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.store import Registry, WriteOptions
@@ -96,7 +97,7 @@ def names_of(raw: list[bytes] | None, items: list[dict[str, Any]]) -> list[str]:
 
 
 def registry_over(storage: Storage) -> Registry:
-    return Registry(storage, ResourceTable(), metrics=Metrics())
+    return Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
 
 
 def configmaps(registry: Registry) -> Any:

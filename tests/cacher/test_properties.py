@@ -16,6 +16,7 @@ from kapi.cacher.watcher import Filter
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry import listing
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.object.selectors import parse_label_selector
@@ -65,7 +66,7 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
     async with trio.open_nursery() as nursery:
         storage = MemoryStorage()
         await nursery.start(storage.run)
-        registry = Registry(storage, ResourceTable(), metrics=Metrics())
+        registry = Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
         res = registry.table.get("", "v1", "pods")
         assert res is not None
         cacher = registry.make_cacher(res, capacity=100, indexed_fields=("spec.nodeName",))

@@ -10,6 +10,7 @@ from kapi.encoding import codec
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
+from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.registry.watching import DECODE_CHUNK
@@ -20,7 +21,7 @@ from kapi.storage.memory import MemoryStorage
 async def registry(nursery: trio.Nursery) -> Registry:
     storage = MemoryStorage()
     await nursery.start(storage.run)
-    return Registry(storage, ResourceTable(), metrics=Metrics())
+    return Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
 
 
 def _has_owners(stored: bytes) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kapi.registry.resources import BUILTIN
+from kapi.apis import BUILTIN
 from tests.api.conftest import Api, api
 
 __all__ = ["api"]
@@ -15,8 +15,8 @@ RETURNS_OBJECT = {"namespaces", "pods", "services", "serviceaccounts", "persiste
 
 
 def test_the_table_matches_kube_registries() -> None:
-    assert {r.resource for r in BUILTIN if r.delete_returns_object and not r.group} == RETURNS_OBJECT
-    assert not [r.resource for r in BUILTIN if r.delete_returns_object and r.group]
+    assert {r.resource for r in BUILTIN if r.strategy.delete_returns_object and not r.group} == RETURNS_OBJECT
+    assert not [r.resource for r in BUILTIN if r.strategy.delete_returns_object and r.group]
 
 
 @pytest.mark.parametrize(

@@ -4,14 +4,34 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kapi.errors import BadRequest
-from kapi.object.selectors import FieldRequirement, field_values, parse_field_selector, selectable_fields
+from kapi.apis import BUILTIN
+from kapi.object.selectors import FieldLabels, FieldRequirement, parse_field_selector
+from kapi.registry.strategy import Strategy
 
 META = {"metadata.name", "metadata.namespace"}
 POD = json.loads((Path(__file__).parent.parent / "fixtures" / "pod.json").read_text())
+
+
+def strategy(kind: str) -> Strategy:
+    """The strategy of the served built-in kind (the first one of that name: core before events.k8s.io)."""
+    return next(r.strategy for r in BUILTIN if r.kind == kind)
+
+
+def labels(kind: str) -> FieldLabels:
+    return strategy(kind).field_labels
+
+
+def selectable_fields(kind: str) -> frozenset[str]:
+    return labels(kind).fields
+
+
+def field_values(kind: str, obj: dict[str, Any], namespaced: bool) -> dict[str, str]:
+    return strategy(kind).field_values(obj, namespaced)
 
 
 def test_operators_and_and() -> None:
@@ -61,21 +81,21 @@ def test_errors_default_kind(text: str, message: str) -> None:
 
 def test_unknown_field_messages_per_kind() -> None:
     with pytest.raises(BadRequest, match=r"^field label not supported: spec\.x$"):
-        parse_field_selector("spec.x=1", selectable_fields("Pod"), kind="Pod")
+        parse_field_selector("spec.x=1", selectable_fields("Pod"), labels=labels("Pod"))
     with pytest.raises(BadRequest, match=r"^field label not supported: spec\.x$"):
         parse_field_selector("spec.x=1", {"metadata.name", "type"})
     with pytest.raises(BadRequest) as info:
-        parse_field_selector("spec.x=1", selectable_fields("Job"), kind="Job")
+        parse_field_selector("spec.x=1", selectable_fields("Job"), labels=labels("Job"))
     assert info.value.message == 'field label "spec.x" not supported for batchv1.Job'
     with pytest.raises(BadRequest, match="is not a known field selector"):
-        parse_field_selector("spec.x=1", selectable_fields("ConfigMap"), kind="ConfigMap")
+        parse_field_selector("spec.x=1", selectable_fields("ConfigMap"), labels=labels("ConfigMap"))
     # Node and Namespace list their fields themselves and leave out metadata.namespace.
     with pytest.raises(BadRequest, match="field label not supported: metadata.namespace"):
-        parse_field_selector("metadata.namespace=a", selectable_fields("Node"), kind="Node")
+        parse_field_selector("metadata.namespace=a", selectable_fields("Node"), labels=labels("Node"))
 
 
 def test_pod_spec_host_alias() -> None:
-    sel = parse_field_selector("spec.host=node-3", selectable_fields("Pod"), kind="Pod")
+    sel = parse_field_selector("spec.host=node-3", selectable_fields("Pod"), labels=labels("Pod"))
     assert sel.exact_value("spec.nodeName") == "node-3"
 
 
@@ -88,7 +108,7 @@ def test_pod_field_values() -> None:
     assert values["status.podIP"] == "10.0.0.3"
     assert values["spec.hostNetwork"] == "false"
     assert values["status.nominatedNodeName"] == ""
-    sel = parse_field_selector("spec.nodeName=node-3,status.phase!=Failed", selectable_fields("Pod"), kind="Pod")
+    sel = parse_field_selector("spec.nodeName=node-3,status.phase!=Failed", selectable_fields("Pod"), labels=labels("Pod"))
     assert sel.matches(values)
 
 

@@ -10,13 +10,28 @@ from typing import Any
 
 import pytest
 
-from kapi.encoding.tables import build_object_table, build_table, table_columns, table_row
+from kapi.apis import BUILTIN
+from kapi.encoding.tables import DEFAULT_PRINTER, Printer, build_object_table, build_table
 from kapi.errors import BadRequest
 
 POD = json.loads((Path(__file__).parent.parent / "fixtures" / "pod.json").read_text())
 CREATED = "2024-05-14T10:00:03Z"
 T0 = datetime(2024, 5, 14, 10, 0, 3, tzinfo=timezone.utc).timestamp()
 NOW = T0 + 5 * 3600  # five hours after creation
+
+
+def printer(resource: str, group: str) -> Printer:
+    """The printer the strategy of a served resource names (the default one for anything else)."""
+    found = [r.strategy.printer for r in BUILTIN if (r.resource, r.group) == (resource, group)]
+    return found[0] if found else DEFAULT_PRINTER
+
+
+def table_columns(resource: str, group: str) -> list[dict[str, Any]]:
+    return printer(resource, group).column_definitions()
+
+
+def table_row(resource: str, group: str, obj: dict[str, Any], now: float) -> list[Any]:
+    return printer(resource, group).cells(obj, now)
 
 
 def names(resource: str, group: str = "") -> list[tuple[str, int]]:
@@ -259,7 +274,7 @@ def test_age_unknown_without_timestamp() -> None:
 
 
 def test_build_table_metadata_include_object() -> None:
-    table = build_table("pods", "", [POD], NOW, list_meta={"resourceVersion": "42", "continue": "tok"})
+    table = build_table(printer("pods", ""), [POD], NOW, list_meta={"resourceVersion": "42", "continue": "tok"})
     assert table["kind"] == "Table" and table["apiVersion"] == "meta.k8s.io/v1"
     assert table["metadata"] == {"resourceVersion": "42", "continue": "tok"}
     assert table["columnDefinitions"] == table_columns("pods", "")
@@ -272,20 +287,20 @@ def test_build_table_metadata_include_object() -> None:
 
 
 def test_build_table_object_and_none() -> None:
-    obj = build_table("pods", "", [POD], NOW, include_object="Object", list_meta={})
+    obj = build_table(printer("pods", ""), [POD], NOW, include_object="Object", list_meta={})
     assert obj["rows"][0]["object"] == POD
     assert obj["metadata"] == {}
-    none = build_table("pods", "", [POD], NOW, include_object="None", list_meta={"remainingItemCount": 3})
+    none = build_table(printer("pods", ""), [POD], NOW, include_object="None", list_meta={"remainingItemCount": 3})
     assert none["rows"][0]["object"] is None
     assert none["metadata"] == {"remainingItemCount": 3}
     with pytest.raises(BadRequest, match='unrecognized includeObject value: "All"'):
-        build_table("pods", "", [POD], NOW, include_object="All", list_meta={})
+        build_table(printer("pods", ""), [POD], NOW, include_object="All", list_meta={})
 
 
 def test_build_table_completed_pod_conditions_and_headers() -> None:
     done = copy.deepcopy(POD)
     done["status"]["phase"] = "Succeeded"
-    table = build_table("pods", "", [done], NOW, list_meta={}, no_headers=True)
+    table = build_table(printer("pods", ""), [done], NOW, list_meta={}, no_headers=True)
     assert table["columnDefinitions"] is None
     row = table["rows"][0]
     assert list(row) == ["cells", "conditions", "object"]
@@ -294,13 +309,13 @@ def test_build_table_completed_pod_conditions_and_headers() -> None:
 
 
 def test_build_table_empty_lists() -> None:
-    assert build_table("pods", "", [], NOW, list_meta={"resourceVersion": "1"})["rows"] == []
+    assert build_table(printer("pods", ""), [], NOW, list_meta={"resourceVersion": "1"})["rows"] == []
     # The default convertor never allocates its rows, so an empty list encodes rows as null.
-    assert build_table("roles", "rbac.authorization.k8s.io", [], NOW, list_meta={})["rows"] is None
+    assert build_table(printer("roles", "rbac.authorization.k8s.io"), [], NOW, list_meta={})["rows"] is None
 
 
 def test_build_object_table() -> None:
-    table = build_object_table("pods", "", POD, NOW, table_version="v1beta1")
+    table = build_object_table(printer("pods", ""), POD, NOW, table_version="v1beta1")
     assert table["apiVersion"] == "meta.k8s.io/v1beta1"
     assert table["metadata"] == {"resourceVersion": "1000003"}
     assert len(table["rows"]) == 1

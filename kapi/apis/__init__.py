@@ -1,0 +1,59 @@
+"""The built-in kinds: one strategy and Resource per kind, one module per kind (core) or group.
+
+Adding a built-in resource is one module and its entry in ``BUILTIN``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kapi.apis import apiextensions, apps, authorization, batch, coordination, events, flowcontrol, rbac
+from kapi.apis.core import (configmaps, endpoints, events as core_events, namespaces, nodes, persistentvolumes,
+    pods, secrets, serviceaccounts, services)
+from kapi.registry.resources import Resource
+
+__all__ = ["BUILTIN"]
+
+# In the order discovery lists them within each group.
+BUILTIN: Final[tuple[Resource, ...]] = (
+    # core/v1
+    namespaces.NAMESPACES,
+    pods.PODS,
+    nodes.NODES,
+    configmaps.CONFIG_MAPS,
+    secrets.SECRETS,
+    services.SERVICES,
+    serviceaccounts.SERVICE_ACCOUNTS,
+    endpoints.ENDPOINTS,
+    core_events.EVENTS,
+    persistentvolumes.PERSISTENT_VOLUME_CLAIMS,
+    persistentvolumes.PERSISTENT_VOLUMES,
+    # apps/v1
+    apps.DEPLOYMENTS,
+    apps.REPLICA_SETS,
+    apps.STATEFUL_SETS,
+    apps.DAEMON_SETS,
+    # batch/v1
+    batch.JOBS,
+    batch.CRON_JOBS,
+    # coordination.k8s.io/v1
+    coordination.LEASES,
+    # events.k8s.io/v1: the same objects as core/v1 events, another shape
+    events.EVENTS,
+    # rbac.authorization.k8s.io/v1
+    rbac.ROLES,
+    rbac.ROLE_BINDINGS,
+    rbac.CLUSTER_ROLES,
+    rbac.CLUSTER_ROLE_BINDINGS,
+    # authorization.k8s.io/v1 and authentication.k8s.io/v1: reviews answered, never stored
+    authorization.SELF_SUBJECT_ACCESS_REVIEWS,
+    authorization.SUBJECT_ACCESS_REVIEWS,
+    authorization.LOCAL_SUBJECT_ACCESS_REVIEWS,
+    authorization.SELF_SUBJECT_RULES_REVIEWS,
+    authorization.SELF_SUBJECT_REVIEWS,
+    # apiextensions.k8s.io/v1 (stored only, for now)
+    apiextensions.CUSTOM_RESOURCE_DEFINITIONS,
+    # flowcontrol.apiserver.k8s.io/v1 (stored only, for now)
+    flowcontrol.FLOW_SCHEMAS,
+    flowcontrol.PRIORITY_LEVEL_CONFIGURATIONS,
+)

@@ -1,0 +1,1 @@
+"""The core group (``/api/v1``): one module per kind, each with its strategy and its Resource."""

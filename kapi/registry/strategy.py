@@ -1,0 +1,211 @@
+"""What the generic store asks of one resource kind: kube's ``pkg/registry/<group>/<kind>/strategy.go``.
+
+``Strategy`` has the generic answer to every question; a built-in kind's subclass (in
+``kapi.apis``) overrides only what differs. The registry reaches per-kind code only through
+these hooks, so no ``if resource == ...`` is needed anywhere else.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import trio
+
+from kapi.encoding.tables import DEFAULT_PRINTER, Printer
+from kapi.errors import Cause
+from kapi.object import meta
+from kapi.object.selectors import FieldLabels, meta_field_values
+from kapi.object.validation import RULE_DNS1123_SUBDOMAIN
+
+if TYPE_CHECKING:
+    from kapi.registry.deletion import DeleteOptions
+    from kapi.registry.resources import Resource
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """What the registry hands a strategy's ``before_create``: one lock per registry and resource,
+    and the values storage holds for the resource (all namespaces), read when called."""
+
+    lock: trio.Lock
+    stored_values: Callable[[], Awaitable[list[bytes]]]
+
+
+def keep_old_status(new: Obj, old: Obj) -> None:
+    """A write of the main resource leaves ``status`` as it was (the status strategy's counterpart)."""
+    if "status" in old:
+        new["status"] = old["status"]
+    else:
+        new.pop("status", None)
+
+
+def status_only(new: Obj, old: Obj) -> Obj:
+    """A write of the status subresource: the old object with the new ``status``."""
+    status = new.get("status")
+    out = copy.deepcopy(old)
+    if status is None:
+        out.pop("status", None)
+    else:
+        out["status"] = status
+    out["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+    return out
+
+
+class Strategy:
+    """How the generic store treats one kind; every hook has the generic behaviour."""
+
+    # Names and metadata: the rule metadata.name must follow (a kapi.object.validation RULE_*), and
+    # whether kube's core rule holds that unqualified finalizers be standard ones.
+    name_rule: ClassVar[str] = RULE_DNS1123_SUBDOMAIN
+    core_finalizers: ClassVar[bool] = True
+    # The strategy sets metadata.generation: 1 on create, +1 on each spec change.
+    tracks_generation: ClassVar[bool] = False
+    # Generation also moves on annotation changes (the Deployment strategy).
+    generation_on_annotations: ClassVar[bool] = False
+    # PUT of a missing object creates it (AllowCreateOnUpdate).
+    create_on_update: ClassVar[bool] = False
+    # DELETE answers with the object rather than a success Status (the store's ReturnDeletedObject).
+    delete_returns_object: ClassVar[bool] = False
+    # The fields a field selector may name (kube's field label conversion of the kind).
+    field_labels: ClassVar[FieldLabels] = FieldLabels()
+    # The Table columns and row printer (as=Table).
+    printer: ClassVar[Printer] = DEFAULT_PRINTER
+    # How to make an expensive LIST of the kind cheaper (the Warning of a LIST that scanned much).
+    list_hint: ClassVar[str] = "list within a namespace or with a narrower selector"
+
+    # ------------------------------------------------------------------ writes
+
+    def canonicalize(self, obj: Obj) -> None:
+        """Field folding of every write, before defaulting (in place); kube's conversion does it."""
+
+    def default(self, obj: Obj, old: Obj | None) -> None:
+        """Fill kube's defaults in place; ``old`` is the stored object on an update, None on create."""
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        """The kind's own checks of a create (the registry checks metadata with ``name_rule``)."""
+        return []
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        """The kind's own checks of an update of the main resource."""
+        return []
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        """The kind's own checks of a status subresource update."""
+        return []
+
+    def prepare_for_create(self, res: Resource, obj: Obj) -> None:
+        """System fields of a create: generation 1 (or none), status reset where there is a status subresource."""
+        md = obj["metadata"]
+        if self.tracks_generation:
+            md["generation"] = 1
+        else:
+            md.pop("generation", None)
+        if res.has_status:
+            obj.pop("status", None)
+
+    def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
+        """The object an update stores: status from the status subresource only, then generation."""
+        if subresource == "status":
+            new = status_only(new, old)
+        elif res.has_status:
+            keep_old_status(new, old)
+        self.next_generation(new, old, subresource)
+        return new
+
+    def next_generation(self, new: Obj, old: Obj, subresource: str) -> None:
+        """Generation stays unless the spec (or what the kind counts as spec) changed."""
+        md = new["metadata"]
+        if not self.tracks_generation:
+            md.pop("generation", None)
+            return
+        md["generation"] = old["metadata"].get("generation", 1)
+        if subresource != "status" and self.spec_changed(new, old):
+            md["generation"] += 1
+
+    def spec_changed(self, new: Obj, old: Obj) -> bool:
+        """Whether an update moves the generation: anything but metadata and status changed."""
+        if self.generation_on_annotations and (new["metadata"].get("annotations") or {}) != (
+                old["metadata"].get("annotations") or {}):
+            return True
+        strip = ("metadata", "status", "kind", "apiVersion")
+        return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
+
+    async def before_create(self, obj: Obj, alloc: Allocation) -> None:
+        """Allocation of a create, after validation and before the write (a Service's ClusterIP)."""
+
+    # ------------------------------------------------------------------ storage
+
+    def to_storage(self, obj: Obj) -> Obj:
+        """The object in the shape it is stored in (another resource's storage may hold it)."""
+        return obj
+
+    def from_storage(self, obj: Obj) -> Obj:
+        """The stored object in the shape this resource serves."""
+        return obj
+
+    # ------------------------------------------------------------------ reads
+
+    def field_values(self, obj: Obj, namespaced: bool) -> dict[str, str]:
+        """The selectable field set of an object, each value as its string (fields.Set)."""
+        out = meta_field_values(obj, namespaced)
+        out.update(self.own_field_values(obj))
+        return out
+
+    def own_field_values(self, obj: Obj) -> dict[str, str]:
+        """The kind's selectable fields beyond metadata.name and metadata.namespace."""
+        return {}
+
+    # ----------------------------------------------------------------- deletes
+
+    def check_delete(self, name: str) -> None:
+        """Refuse a DELETE before anything is read (raise a StatusError)."""
+
+    def grace_period_s(self, obj: Obj, opts: DeleteOptions) -> int:
+        """The graceful deletion period of a DELETE: none, but for kinds that have one (pods)."""
+        return 0
+
+    def prepare_for_delete(self, new: Obj, gc_finalizer: str | None, opts: DeleteOptions) -> Obj | None:
+        """The object as it stays after a DELETE (``new`` is a copy to change), or None if it goes now.
+
+        ``gc_finalizer``: the garbage collector's finalizer the propagation policy asks for.
+        """
+        md = new["metadata"]
+        finalizers = list(md.get("finalizers") or [])
+        if gc_finalizer and not md.get("deletionTimestamp") and gc_finalizer not in finalizers:
+            finalizers.append(gc_finalizer)
+            md["finalizers"] = finalizers
+        grace = self.grace_period_s(new, opts)
+        if md.get("deletionTimestamp"):
+            if finalizers:
+                return new
+            old_grace = md.get("deletionGracePeriodSeconds")
+            if grace == 0 or (old_grace is not None and grace is not None and grace < old_grace):
+                if grace == 0:
+                    return None
+                md["deletionGracePeriodSeconds"] = grace
+                md["deletionTimestamp"] = meta.rfc3339_after(grace)
+            return new
+        if finalizers:
+            md["deletionTimestamp"] = meta.now_rfc3339()
+            md["deletionGracePeriodSeconds"] = 0
+            if md.get("generation"):
+                md["generation"] += 1
+            return new
+        if grace:
+            md["deletionTimestamp"] = meta.rfc3339_after(grace)
+            md["deletionGracePeriodSeconds"] = grace
+            if md.get("generation"):
+                md["generation"] += 1
+            return new
+        return None
+
+    def finished(self, obj: Obj) -> bool:
+        """Whether an updated object goes now: being deleted, its last finalizer removed and no grace left."""
+        md = obj.get("metadata", {})
+        return bool(md.get("deletionTimestamp")) and not md.get("finalizers") and \
+            md.get("deletionGracePeriodSeconds", 0) == 0
