@@ -6,6 +6,7 @@ moves): then every document, and so every ETag, is made again from the table as 
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +20,6 @@ Obj = dict[str, Any]
 
 def _storage_version_hash(res: Resource) -> str:
     digest = hashlib.sha256(f"{res.group}/{res.version}/{res.kind}".encode()).digest()
-    import base64
-
     return base64.b64encode(digest[:8]).decode()
 
 

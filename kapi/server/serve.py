@@ -250,7 +250,7 @@ class WatchCaches:
             unsubscribe()
 
     def _wanted(self) -> dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]]:
-        wanted = {}
+        wanted: dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]] = {}
         for res in self._registry.table.resources:
             settings = cache_settings(self._config, res)
             if settings is not None:
