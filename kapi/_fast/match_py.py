@@ -16,14 +16,30 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    from kapi.object.selectors import LabelSelector
+from typing import Final, Protocol
 
 __all__ = ["CompiledSelector", "MatchTable"]
+
+
+class Requirement(Protocol):
+    """What the table reads of one requirement (``kapi.object.selectors.Requirement``)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def operator(self) -> str: ...
+    @property
+    def values(self) -> tuple[str, ...]: ...
+
+
+class LabelSelector(Protocol):
+    """What the table reads of a selector (``kapi.object.selectors.LabelSelector``): _fast sits below object."""
+
+    @property
+    def requirements(self) -> Sequence[Requirement]: ...
+
 
 # Program operators; each requirement is encoded as
 #   OP_IN / OP_NOT_IN:          op, key_id, n, value_id * n
