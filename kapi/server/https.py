@@ -28,6 +28,7 @@ from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 
 import h11
+import h2.events
 import orjson
 import trio
 from hypercorn.config import Config as HypercornConfig
@@ -123,13 +124,32 @@ class _H11Protocol(H11Protocol):
         await self._send_h11_event(h11.EndOfMessage())
 
 
+class _H2Protocol(H2Protocol):
+    """hypercorn's HTTP/2 protocol, surviving request data that arrives after its stream's answer ended."""
+
+    async def _handle_events(self, events: list[h2.events.Event]) -> None:
+        # hypercorn forgets a stream once its response is complete, and the next DATA frame the
+        # client still sends on it (a body slower than --request-timeout, answered 504) raised a
+        # KeyError that ended the whole server. Such data is dropped, its flow-control credit given back.
+        kept = []
+        for event in events:
+            if isinstance(event, h2.events.DataReceived) and event.stream_id not in self.streams:
+                self.connection.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            else:
+                kept.append(event)
+        await super()._handle_events(kept)
+
+
 class _ProtocolWrapper(ProtocolWrapper):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if type(self.protocol) is H11Protocol:
             self.protocol = _H11Protocol(self.app, self.config, self.context, self.task_group, self.state,
                                          self.ssl, self.client, self.server, self.send)
-        elif isinstance(self.protocol, H2Protocol):
+        elif type(self.protocol) is H2Protocol:
+            self.protocol = _H2Protocol(self.app, self.config, self.context, self.task_group, self.state,
+                                        self.ssl, self.client, self.server, self.send)
+        if isinstance(self.protocol, H2Protocol):
             # h2 applies the header-list size it advertises only once the client acknowledges its
             # SETTINGS; until then the decoder keeps 64 KiB, and a larger first request ended the
             # whole connection (ENHANCE_YOUR_CALM). Accept what is advertised from the start.

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import socket
 import ssl
+from pathlib import Path
 
+import h2.config
+import h2.connection
+import h2.events
 import httpx
 import pytest
 
-from .conftest import Server
+from .conftest import Server, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
 
-def _tls(server: Server) -> ssl.SSLSocket:
+def _tls(server: Server, alpn: str = "http/1.1") -> ssl.SSLSocket:
     host, _, port = server.url.removeprefix("https://").rpartition(":")
     raw = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
     ctx = ssl.create_default_context(cafile=str(server.ca_file))
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols([alpn])
     return ctx.wrap_socket(raw, server_hostname=host.strip("[]"))
 
 
@@ -100,3 +104,44 @@ def test_refused_uploads_over_http2_leave_the_connection_and_the_server_serving(
         after = client.get(url, headers={"Authorization": f"Bearer {server.token}"})
         assert after.status_code == 200
     assert server.proc.poll() is None
+
+
+def _h2_answer(conn: ssl.SSLSocket, h2conn: h2.connection.H2Connection, stream_id: int) -> bytes:
+    """Read frames until the answer on ``stream_id`` has ended; its :status."""
+    status = b""
+    while True:
+        data = conn.recv(65536)
+        assert data, "the server closed the connection"
+        for event in h2conn.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
+                status = dict(event.headers)[b":status"]
+            if isinstance(event, h2.events.StreamEnded) and event.stream_id == stream_id:
+                conn.sendall(h2conn.data_to_send())
+                return status
+        conn.sendall(h2conn.data_to_send())
+
+
+def test_http2_data_after_its_answer_does_not_end_the_server(tmp_path: Path) -> None:
+    """Issue 11 (found moving the body read): a body slower than --request-timeout is answered 504,
+    and the next DATA frame the client sent on that stream ended the whole server (a KeyError in
+    hypercorn's HTTP/2 protocol, which forgets a stream once its answer is complete)."""
+    server = start_server(tmp_path, "--storage-backend", "memory", "--request-timeout", "1s")
+    try:
+        with _tls(server, "h2") as conn:
+            client = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+            client.initiate_connection()
+            auth = ("authorization", f"Bearer {server.token}")
+            client.send_headers(1, [(":method", "POST"), (":path", "/api/v1/namespaces/default/configmaps"),
+                                    (":scheme", "https"), (":authority", "kapi"), auth,
+                                    ("content-type", "application/json"), ("content-length", "1000")])
+            client.send_data(1, b'{"metadata":')
+            conn.sendall(client.data_to_send())
+            assert _h2_answer(conn, client, 1) == b"504"
+            client.send_data(1, b'{"name":"late"}')  # the client's half of the stream is still open
+            client.send_headers(3, [(":method", "GET"), (":path", "/api/v1/namespaces/default"),
+                                    (":scheme", "https"), (":authority", "kapi"), auth], end_stream=True)
+            conn.sendall(client.data_to_send())
+            assert _h2_answer(conn, client, 3) == b"200"
+        assert server.request("GET", "/readyz")[0] == 200
+    finally:
+        stop_server(server)
