@@ -7,13 +7,20 @@ from typing import Any
 
 import pytest
 
+from kapi.apis import BUILTIN
 from kapi.object import defaults
-from kapi.object.defaults import (apply_defaults, default_cron_job, default_custom_resource_definition,
-    default_daemon_set, default_deployment, default_job, default_namespace, default_node,
-    default_persistent_volume, default_persistent_volume_claim, default_pod, default_role_binding,
-    default_secret, default_service, default_stateful_set, image_pull_policy, pod_qos_class)
+from kapi.object.defaults import (default_cron_job, default_custom_resource_definition, default_daemon_set,
+    default_deployment, default_job, default_namespace, default_node, default_persistent_volume,
+    default_persistent_volume_claim, default_pod, default_role_binding, default_secret, default_service,
+    default_stateful_set, image_pull_policy, pod_qos_class)
+from kapi.registry.resources import Resource
+from kapi.registry.strategy import Strategy
 
 Obj = dict[str, Any]
+
+
+def _builtin(resource: str, group: str) -> Resource:
+    return next(r for r in BUILTIN if (r.resource, r.group) == (resource, group))
 
 
 def _fresh_pod(pod_json: Obj) -> Obj:
@@ -240,7 +247,7 @@ def test_storage_and_config_defaults() -> None:
     default_secret(secret, None)
     assert secret["type"] == "Opaque"
     cm: Obj = {"data": {"a": "1"}}
-    apply_defaults("configmaps", "", cm)
+    _builtin("configmaps", "").strategy.default(cm, None)
     assert cm == {"data": {"a": "1"}}
 
 
@@ -262,7 +269,7 @@ def test_node_allocatable_and_unknown_kind() -> None:
     default_node(node, None)
     assert node["status"]["allocatable"] == {"cpu": "4"}
     widget: Obj = {"spec": {}}
-    apply_defaults("widgets", "example.com", widget)
+    Strategy().default(widget, None)
     assert widget == {"spec": {}}
 
 

@@ -12,7 +12,7 @@ from kapi.object.defaults import (default_cluster_role_binding, default_cron_job
     default_custom_resource_definition, default_daemon_set, default_deployment, default_job,
     default_namespace, default_node, default_persistent_volume, default_persistent_volume_claim, default_pod,
     default_replica_set, default_role_binding, default_secret, default_service, default_stateful_set)
-from kapi.object.validation import (field_required, unique_causes, validate, validate_cluster_role_binding,
+from kapi.object.validation import (field_required, unique_causes, validate_cluster_role_binding,
     validate_config_map, validate_config_map_update, validate_cron_job, validate_custom_resource_definition,
     validate_daemon_set, validate_daemon_set_update, validate_deployment, validate_deployment_update,
     validate_event, validate_job, validate_job_update, validate_lease, validate_namespace, validate_node,
@@ -20,6 +20,7 @@ from kapi.object.validation import (field_required, unique_causes, validate, val
     validate_pod_update, validate_replica_set, validate_role, validate_role_binding,
     validate_role_binding_update, validate_secret, validate_secret_update, validate_service,
     validate_service_update, validate_stateful_set, validate_stateful_set_update)
+from kapi.registry.strategy import Strategy
 
 Obj = dict[str, Any]
 Defaulter = Callable[[Obj, "Obj | None"], None]
@@ -458,7 +459,7 @@ def test_crd_minimal() -> None:
 
 
 def test_unknown_kind_has_no_rules() -> None:
-    assert validate("widgets", "example.com", {"metadata": {"name": "Bad"}, "spec": {"x": 1}}) == []
+    assert Strategy().validate({"metadata": {"name": "Bad"}, "spec": {"x": 1}}) == []
 
 
 def test_deployment_bad_selector_skips_template() -> None:
@@ -483,7 +484,7 @@ def test_per_kind_validators_report_each_cause_once() -> None:
 
     assert twice({}) == [field_required("spec.x"), field_required("spec.y")]
     shared = {"validate_name", "validate_labels", "validate_annotations", "validate_object_meta",
-              "validate_update_meta", "validate"}
+              "validate_update_meta"}
     per_kind = [name for name in validation.__all__ if name.startswith("validate_") and name not in shared]
     assert "validate_pod_update" in per_kind and "validate_custom_resource_definition" in per_kind
     assert [name for name in per_kind if not hasattr(getattr(validation, name), "__wrapped__")] == []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kapi.errors import Cause, invalid
-from kapi.object.validation import (RULE_DNS1123_LABEL, RULE_PATH_SEGMENT, field_not_supported,
+from kapi.object.validation import (RULE_DNS1035_LABEL, RULE_DNS1123_LABEL, RULE_PATH_SEGMENT, field_not_supported,
     field_too_long, validate_object_meta, validate_update_meta)
 
 from .test_names import LABEL_MSG, SUBDOMAIN_MSG
@@ -16,12 +16,12 @@ def _obj(**md: object) -> dict[str, object]:
 def test_valid_meta_has_no_causes() -> None:
     obj = _obj(name="web", namespace="default", labels={"app": "web"}, annotations={"Example.com/Key": "v"},
                finalizers=["example.com/cleanup"])
-    assert validate_object_meta(obj, namespaced=True, resource="pods", group="") == []
+    assert validate_object_meta(obj, namespaced=True, core_finalizers=True) == []
 
 
 def test_invalid_name_cause_and_message() -> None:
     causes = validate_object_meta(_obj(name="Foo", namespace="default"), namespaced=True,
-                                  resource="configmaps", group="")
+                                  core_finalizers=True)
     assert causes == [Cause("FieldValueInvalid", f'Invalid value: "Foo": {SUBDOMAIN_MSG}', "metadata.name")]
     err = invalid("ConfigMap", "", "Foo", causes)
     assert err.message == f'ConfigMap "Foo" is invalid: metadata.name: Invalid value: "Foo": {SUBDOMAIN_MSG}'
@@ -46,13 +46,13 @@ def test_namespace_rules() -> None:
         Cause("FieldValueForbidden", "Forbidden: not allowed on this type", "metadata.namespace")]
 
 
-def test_name_rule_by_resource() -> None:
-    ns = validate_object_meta(_obj(name="a.b"), namespaced=False, resource="namespaces", group="")
+def test_name_rule() -> None:
+    ns = validate_object_meta(_obj(name="a.b"), namespaced=False, name_rule=RULE_DNS1123_LABEL)
     assert ns == [Cause("FieldValueInvalid", 'Invalid value: "a.b": must not contain dots', "metadata.name")]
-    svc = validate_object_meta(_obj(name="1web", namespace="d"), namespaced=True, resource="services", group="")
+    svc = validate_object_meta(_obj(name="1web", namespace="d"), namespaced=True, name_rule=RULE_DNS1035_LABEL)
     assert svc[0].message.startswith('Invalid value: "1web": a DNS-1035 label must consist')
     role = validate_object_meta(_obj(name="a/b", namespace="d"), namespaced=True,
-                                resource="roles", group="rbac.authorization.k8s.io")
+                                name_rule=RULE_PATH_SEGMENT)
     assert role == [Cause("FieldValueInvalid", "Invalid value: \"a/b\": may not contain '/'", "metadata.name")]
     assert validate_object_meta(_obj(name="system:admin"), namespaced=False,
                                 name_rule=RULE_PATH_SEGMENT) == []
@@ -79,12 +79,12 @@ def test_annotations_total_size() -> None:
 
 def test_finalizers() -> None:
     kube = validate_object_meta(_obj(name="x", namespace="d", finalizers=["foo"]), namespaced=True,
-                                resource="configmaps", group="")
+                                core_finalizers=True)
     assert kube == [Cause("FieldValueInvalid", 'Invalid value: "foo": name is neither a standard finalizer name '
                                                "nor is it fully qualified", "metadata.finalizers[0]")]
     # custom resources only need a qualified name
     assert validate_object_meta(_obj(name="x", namespace="d", finalizers=["foo"]), namespaced=True,
-                                resource="widgets", group="example.com") == []
+                                core_finalizers=False) == []
     both = validate_object_meta(_obj(name="x", finalizers=["orphan", "foregroundDeletion"]), namespaced=False)
     assert both[0].message == ('Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan and '
                                "foregroundDeletion cannot be both set")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from kapi.apis import BUILTIN
 from kapi.object.validation import (RULE_DNS1035_LABEL, RULE_DNS1123_LABEL, RULE_DNS1123_SUBDOMAIN,
     RULE_PATH_SEGMENT, go_quote, is_config_map_key, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
-    is_namespaced, is_qualified_name, is_valid_label_value, is_valid_path_segment_name, is_valid_port_name,
-    name_rule, validate_name)
+    is_qualified_name, is_valid_label_value, is_valid_path_segment_name, is_valid_port_name, validate_name)
+from kapi.registry.resources import Resource
+from kapi.registry.strategy import Strategy
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
@@ -118,18 +120,23 @@ def test_generate_name_masks_trailing_dash() -> None:
     assert validate_name(RULE_DNS1123_SUBDOMAIN, "web-") == [SUBDOMAIN_MSG]
 
 
+def _builtin(resource: str, group: str) -> Resource:
+    return next(r for r in BUILTIN if (r.resource, r.group) == (resource, group))
+
+
 def test_name_rule_table() -> None:
-    assert name_rule("namespaces", "") == RULE_DNS1123_LABEL
-    assert name_rule("services", "") == RULE_DNS1035_LABEL
-    assert name_rule("nodes", "") == RULE_DNS1123_SUBDOMAIN
-    assert name_rule("pods", "") == RULE_DNS1123_SUBDOMAIN
-    assert name_rule("statefulsets", "apps") == RULE_DNS1123_LABEL
-    assert name_rule("roles", "rbac.authorization.k8s.io") == RULE_PATH_SEGMENT
-    assert name_rule("clusterrolebindings", "rbac.authorization.k8s.io") == RULE_PATH_SEGMENT
-    assert name_rule("widgets", "example.com") == RULE_DNS1123_SUBDOMAIN
-    assert is_namespaced("nodes", "") is False
-    assert is_namespaced("leases", "coordination.k8s.io") is True
-    assert is_namespaced("widgets", "example.com") is None
+    """The name rule each kind's strategy names (issue 11: it left a table of the validation package)."""
+    assert _builtin("namespaces", "").strategy.name_rule == RULE_DNS1123_LABEL
+    assert _builtin("services", "").strategy.name_rule == RULE_DNS1035_LABEL
+    assert _builtin("nodes", "").strategy.name_rule == RULE_DNS1123_SUBDOMAIN
+    assert _builtin("pods", "").strategy.name_rule == RULE_DNS1123_SUBDOMAIN
+    assert _builtin("statefulsets", "apps").strategy.name_rule == RULE_DNS1123_LABEL
+    assert _builtin("roles", "rbac.authorization.k8s.io").strategy.name_rule == RULE_PATH_SEGMENT
+    assert _builtin("clusterrolebindings", "rbac.authorization.k8s.io").strategy.name_rule == RULE_PATH_SEGMENT
+    assert Strategy.name_rule == RULE_DNS1123_SUBDOMAIN  # custom resources
+    assert _builtin("nodes", "").namespaced is False
+    assert _builtin("leases", "coordination.k8s.io").namespaced is True
+    assert not any(r.group == "example.com" for r in BUILTIN)
 
 
 def test_go_quote() -> None:

@@ -21,13 +21,11 @@ from kapi.object.defaults.batch import default_cron_job, default_job
 from kapi.object.defaults.core import (default_endpoints, default_namespace, default_node,
     default_persistent_volume, default_persistent_volume_claim, default_secret, default_service)
 from kapi.object.defaults.fields import defaulter
-from kapi.object.defaults.kinds import apply_defaults
 from kapi.object.defaults.pods import (default_pod, default_pod_template, default_replication_controller,
     image_pull_policy, pod_qos_class)
 from kapi.object.defaults.rbac import default_cluster_role_binding, default_role_binding
 
 __all__ = [
-    "apply_defaults",
     "default_cluster_role_binding",
     "default_cron_job",
     "default_custom_resource_definition",

@@ -35,13 +35,12 @@ from kapi.object.validation.fields import (REASON_DUPLICATE, REASON_FORBIDDEN, R
     REASON_NOT_FOUND, REASON_NOT_SUPPORTED, REASON_REQUIRED, REASON_TOO_LONG, REASON_TOO_MANY,
     field_duplicate, field_forbidden, field_invalid, field_not_found, field_not_supported, field_required,
     field_too_long, go_quote, unique_causes)
-from kapi.object.validation.kinds import validate
 from kapi.object.validation.meta import (validate_annotations, validate_labels, validate_object_meta,
     validate_update_meta)
 from kapi.object.validation.names import (RULE_DNS1035_LABEL, RULE_DNS1123_LABEL, RULE_DNS1123_SUBDOMAIN,
     RULE_PATH_SEGMENT, is_config_map_key, is_dns1035_label, is_dns1123_label, is_dns1123_subdomain,
-    is_namespaced, is_qualified_name, is_valid_label_value, is_valid_path_segment_name, is_valid_port_name,
-    is_valid_port_num, name_rule, validate_name)
+    is_qualified_name, is_valid_label_value, is_valid_path_segment_name, is_valid_port_name, is_valid_port_num,
+    validate_name)
 from kapi.object.validation.pods import (validate_pod, validate_pod_template, validate_pod_template_update,
     validate_pod_update, validate_replication_controller, validate_replication_controller_update)
 from kapi.object.validation.quantity import parse_quantity
@@ -74,16 +73,13 @@ __all__ = [
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
-    "is_namespaced",
     "is_qualified_name",
     "is_valid_label_value",
     "is_valid_path_segment_name",
     "is_valid_port_name",
     "is_valid_port_num",
-    "name_rule",
     "parse_quantity",
     "unique_causes",
-    "validate",
     "validate_annotations",
     "validate_cluster_role",
     "validate_cluster_role_binding",

@@ -10,8 +10,8 @@ from kapi.errors import Cause
 from kapi.object.meta import parse_time_or_none
 from kapi.object.validation.fields import (FIELD_IMMUTABLE, Obj, _Rendered, _d, _go_map, _go_strings, _l,
     _nonnegative, _s, field_forbidden, field_invalid, field_required, field_too_long, go_quote)
-from kapi.object.validation.names import (RULE_DNS1123_SUBDOMAIN, _KINDS, _blen, is_dns1123_label,
-    is_qualified_name, is_valid_label_value, name_rule, validate_name)
+from kapi.object.validation.names import (RULE_DNS1123_SUBDOMAIN, _blen, is_dns1123_label, is_qualified_name,
+    is_valid_label_value, validate_name)
 
 
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
@@ -99,30 +99,25 @@ def _validate_finalizers(finalizers: object, path: str, *, kube: bool) -> list[C
     return errs
 
 
-def validate_object_meta(obj: Obj, *, namespaced: bool, name_rule: str | None = None,
-                         core_finalizers: bool | None = None,
-                         resource: str = "", group: str = "") -> list[Cause]:
+def validate_object_meta(obj: Obj, *, namespaced: bool, name_rule: str = RULE_DNS1123_SUBDOMAIN,
+                         core_finalizers: bool = False) -> list[Cause]:
     """``metadata`` of an object on create, as ``ValidateObjectMeta``.
 
     ``name_rule`` (a ``RULE_*``) is how ``metadata.name`` is checked; ``core_finalizers``
-    is kube's core rule that unqualified finalizers must be standard ones. Both
-    default to what ``resource``/``group`` has (see ``name_rule()``).
+    is kube's core rule that unqualified finalizers must be standard ones (core kinds;
+    not custom resources). A kind's strategy knows both.
     """
-    kind = _KINDS.get((group, resource))
-    rule = name_rule or (kind.rule if kind else RULE_DNS1123_SUBDOMAIN)
-    if core_finalizers is None:
-        core_finalizers = bool(kind and kind.core)
     md = _d(obj.get("metadata"))
     errs: list[Cause] = []
     generate_name = _s(md.get("generateName"))
     if generate_name:
         errs.extend(field_invalid("metadata.generateName", generate_name, m)
-                    for m in validate_name(rule, generate_name, prefix=True))
+                    for m in validate_name(name_rule, generate_name, prefix=True))
     name = _s(md.get("name"))
     if not name:
         errs.append(field_required("metadata.name", "name or generateName is required"))
     else:
-        errs.extend(field_invalid("metadata.name", name, m) for m in validate_name(rule, name))
+        errs.extend(field_invalid("metadata.name", name, m) for m in validate_name(name_rule, name))
     namespace = _s(md.get("namespace"))
     if namespaced:
         if not namespace:

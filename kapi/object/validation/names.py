@@ -1,14 +1,12 @@
 """Name rules of apimachinery's ``util/validation``: DNS labels and subdomains, qualified names,
-label values, config keys, path segments, ports and IPs; the rule each built-in kind's name follows.
+label values, config keys, path segments, ports and IPs; the ``RULE_*`` a kind's strategy names for
+``metadata.name``.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
 
 from kapi.errors import Cause
 from kapi.object.validation.fields import field_invalid
@@ -205,82 +203,6 @@ def validate_name(rule: str, name: str, prefix: bool = False) -> list[str]:
     if rule == RULE_DNS1035_LABEL:
         return is_dns1035_label(name)
     return is_dns1123_subdomain(name)
-
-
-@dataclass(frozen=True, slots=True)
-class _Kind:
-    rule: str
-    namespaced: bool
-    core: bool = True  # kube's core ValidateObjectMeta: unqualified finalizers must be standard
-
-
-_SUB, _LABEL, _1035, _PATH = RULE_DNS1123_SUBDOMAIN, RULE_DNS1123_LABEL, RULE_DNS1035_LABEL, RULE_PATH_SEGMENT
-
-_KINDS: Mapping[tuple[str, str], _Kind] = MappingProxyType({
-    ("", "pods"): _Kind(_SUB, True),
-    ("", "podtemplates"): _Kind(_SUB, True),
-    ("", "replicationcontrollers"): _Kind(_SUB, True),
-    ("", "services"): _Kind(_1035, True),
-    ("", "endpoints"): _Kind(_SUB, True),
-    ("", "configmaps"): _Kind(_SUB, True),
-    ("", "secrets"): _Kind(_SUB, True),
-    ("", "serviceaccounts"): _Kind(_SUB, True),
-    ("", "limitranges"): _Kind(_SUB, True),
-    ("", "resourcequotas"): _Kind(_SUB, True),
-    ("", "persistentvolumeclaims"): _Kind(_SUB, True),
-    # Legacy events get no name rule of their own, only the generic path-segment check.
-    ("", "events"): _Kind(_PATH, True, core=False),
-    ("", "namespaces"): _Kind(_LABEL, False),
-    ("", "nodes"): _Kind(_SUB, False),
-    ("", "persistentvolumes"): _Kind(_SUB, False),
-    ("apps", "deployments"): _Kind(_SUB, True),
-    ("apps", "replicasets"): _Kind(_SUB, True),
-    ("apps", "daemonsets"): _Kind(_SUB, True),
-    ("apps", "controllerrevisions"): _Kind(_SUB, True),
-    # StatefulSet pods are named <set>-<ordinal> and must be DNS labels.
-    ("apps", "statefulsets"): _Kind(_LABEL, True),
-    ("batch", "jobs"): _Kind(_SUB, True),
-    ("batch", "cronjobs"): _Kind(_SUB, True),
-    ("autoscaling", "horizontalpodautoscalers"): _Kind(_SUB, True),
-    ("policy", "poddisruptionbudgets"): _Kind(_SUB, True),
-    ("coordination.k8s.io", "leases"): _Kind(_SUB, True),
-    ("events.k8s.io", "events"): _Kind(_SUB, True),
-    ("discovery.k8s.io", "endpointslices"): _Kind(_SUB, True),
-    ("networking.k8s.io", "ingresses"): _Kind(_SUB, True),
-    ("networking.k8s.io", "networkpolicies"): _Kind(_SUB, True),
-    ("networking.k8s.io", "ingressclasses"): _Kind(_SUB, False),
-    ("rbac.authorization.k8s.io", "roles"): _Kind(_PATH, True),
-    ("rbac.authorization.k8s.io", "rolebindings"): _Kind(_PATH, True),
-    ("rbac.authorization.k8s.io", "clusterroles"): _Kind(_PATH, False),
-    ("rbac.authorization.k8s.io", "clusterrolebindings"): _Kind(_PATH, False),
-    ("storage.k8s.io", "storageclasses"): _Kind(_SUB, False),
-    ("storage.k8s.io", "csidrivers"): _Kind(_SUB, False),
-    ("storage.k8s.io", "csinodes"): _Kind(_SUB, False),
-    ("storage.k8s.io", "volumeattachments"): _Kind(_SUB, False),
-    ("scheduling.k8s.io", "priorityclasses"): _Kind(_SUB, False),
-    ("certificates.k8s.io", "certificatesigningrequests"): _Kind(_PATH, False),
-    ("flowcontrol.apiserver.k8s.io", "flowschemas"): _Kind(_PATH, False),
-    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): _Kind(_PATH, False),
-    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): _Kind(_SUB, False),
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): _Kind(_SUB, False),
-    ("apiextensions.k8s.io", "customresourcedefinitions"): _Kind(_SUB, False, core=False),
-    ("apiregistration.k8s.io", "apiservices"): _Kind(_SUB, False, core=False),
-})
-
-
-def name_rule(resource: str, group: str) -> str:
-    """The name rule kube-apiserver applies to ``metadata.name`` of a resource.
-
-    Custom resources and anything unknown use the DNS subdomain rule.
-    """
-    kind = _KINDS.get((group, resource))
-    return kind.rule if kind else RULE_DNS1123_SUBDOMAIN
-
-
-def is_namespaced(resource: str, group: str) -> bool | None:
-    """Whether a built-in resource is namespaced; ``None`` when not known here."""
-    kind = _KINDS.get((group, resource))
-    return kind.namespaced if kind else None
 
 
 def _is_valid_ip(value: str) -> bool:
