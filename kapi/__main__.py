@@ -110,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--secure-port", type=_port, default=d.secure_port, help="HTTPS port; 0 picks a free one")
     s.add_argument("--storage-backend", choices=("sqlite", "memory"), default=d.storage_backend,
                    help="sqlite (embedded file under --data-dir) or memory (nothing survives a restart)")
+    s.add_argument("--etcd-prefix", default=d.etcd_prefix,
+                   help="the root of every storage key (/registry/<resource>/[<namespace>/]<name>)")
     s.add_argument("--etcd-compaction-interval", type=_positive_duration_s, default=d.etcd_compaction_interval_s,
                    help="compact storage history this often, keeping one interval of it (0: never)")
     s.add_argument("--group-commit", type=_bool, default=d.group_commit,
@@ -150,6 +152,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         secure_port=args.secure_port,
         storage_backend=args.storage_backend,
         group_commit=args.group_commit,
+        etcd_prefix=args.etcd_prefix,
         etcd_compaction_interval_s=args.etcd_compaction_interval,
         default_watch_cache_size=args.default_watch_cache_size,
         watch_cache_sizes=args.watch_cache_sizes,

@@ -290,3 +290,13 @@ def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> Invalid:
         kind=kind,
         causes=causes,
     )
+
+
+def too_large_resource_version(rv: int, current: int, *, retry_after_s: int) -> ServerTimeout:
+    """504 for a resourceVersion newer than the store (or the watch cache) has (kube's
+    storage.NewTooLargeResourceVersionError, cause ResourceVersionTooLarge)."""
+    return ServerTimeout(
+        f"Timeout: Too large resource version: {rv}, current: {current}",
+        causes=[Cause(reason="ResourceVersionTooLarge", message="Too large resource version")],
+        retry_after_s=retry_after_s,
+    )

@@ -12,7 +12,7 @@ import orjson
 import trio
 
 from kapi import errors
-from kapi.encoding import protobuf
+from kapi.encoding import listitems, protobuf
 from kapi.object import typed
 from kapi._fast import list_body
 from kapi.chain.authz import Authorizer
@@ -22,7 +22,7 @@ from kapi.object.managedfields.entries import manager_name
 from kapi.object.patch import PatchTarget, patcher_for
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.deletion import DeleteOptions
-from kapi.registry.listing import ListPage
+from kapi.registry.listing import Page
 from kapi.registry.store import Registry, WriteOptions
 from kapi.object.schema import Schema, prune_unknown_fields, unknown_fields
 from kapi.object.validation import field_invalid
@@ -122,29 +122,29 @@ class Handlers:
         warning = cost_warning(res, opts, page)
         if warning:
             ctx.warnings.append(warning)
-        list_meta: Obj = {"resourceVersion": page.resource_version}
+        list_meta: Obj = {"resourceVersion": str(page.revision)}
         if page.continue_token:
             list_meta["continue"] = page.continue_token
         if page.remaining:
             list_meta["remainingItemCount"] = page.remaining
         if out.as_kind == "Table":
-            table = build_table(res.strategy.printer, page.objects(), time.time(),
+            table = build_table(res.strategy.printer, listitems.objects(page.items), time.time(),
                                 include_object=out.include_object, list_meta=list_meta,
                                 table_version=out.as_version)
             return self._respond(table, out)
         if out.as_kind in ("PartialObjectMetadataList", "PartialObjectMetadata"):
             body = {"kind": "PartialObjectMetadataList", "apiVersion": f"meta.k8s.io/{out.as_version}",
-                    "metadata": list_meta, "items": [_partial(o, out.as_version) for o in page.objects()]}
+                    "metadata": list_meta, "items": [_partial(o, out.as_version) for o in listitems.objects(page.items)]}
             return self._respond(body, out)
         if out.media_type == YAML:
             return self._respond({"kind": res.list_kind, "apiVersion": res.group_version,
-                                    "metadata": list_meta, "items": [_untyped(o) for o in page.objects()]}, out)
+                                    "metadata": list_meta, "items": [_untyped(o) for o in listitems.objects(page.items)]}, out)
         if out.media_type == PROTOBUF:
             length, chunks = protobuf.encode_list_sized(
                 self.schema, (res.group, res.version, res.list_kind), list_meta,
                 self.registry.protobuf_items(res, page), chunk_bytes=LIST_CHUNK_BYTES)
             return Response(200, b"", PROTOBUF, stream=_chunks(chunks), length=length)
-        encoded = page.raw if page.raw is not None else [orjson.dumps(_untyped(o)) for o in page.items]
+        encoded = [entry.data for entry in page.items]
         return self._list_json(res, encoded, list_meta)
 
     @staticmethod
@@ -409,8 +409,8 @@ class Handlers:
                 "after removing the option", _UNSAFE_DELETE)])
         list_opts = parse_list_options(ctx.query)
         out = self._out(ctx, res)
-        page: ListPage = await self.registry.delete_collection(res, info.namespace, list_opts, opts)
-        return self._list_body(res, page.items, {"resourceVersion": page.resource_version}, out)
+        page = await self.registry.delete_collection(res, info.namespace, list_opts, opts)
+        return self._list_body(res, list(page.items), {"resourceVersion": str(page.revision)}, out)
 
     # -------------------------------------------------------------- watch
 
@@ -482,9 +482,9 @@ SCAN_WARNING_MIN = 1000  # a LIST that scans at least this many objects...
 SCAN_WARNING_RATIO = 10  # ...and returns fewer than 1 in this many gets a Warning
 
 
-def cost_warning(res: Resource, opts: ListOptions, page: ListPage) -> str:
+def cost_warning(res: Resource, opts: ListOptions, page: Page) -> str:
     """A ``Warning`` text for a LIST that cost far more than it returned, saying how to ask cheaply."""
-    returned = len(page)
+    returned = len(page.items)
     if page.source == "storage" and not opts.resource_version and opts.limit and not res.cacheable:
         return (f"this LIST of {res.qualified} was served from storage because resourceVersion was unset with "
                 f"a limit on a resource without a watch cache; it scanned {page.scanned} objects to return "

@@ -1,33 +1,36 @@
 """The watch cache of one resource: reflector, state, event window, LIST and WATCH by rv.
 
-Fed by one storage watch. Serves LIST as kube-apiserver 1.34+ does (SEMANTICS
-§1.2): consistent reads from cache after a freshness check, rv=0 from the
-current state with any limit ignored, Exact and continue pages from a snapshot
-rewound through the event window, and tells the caller when only storage can
-answer. WATCH replays from the window and fans live events out to watchers.
+Fed by one storage watch, and wraps that storage with its own protocol: writes, GETs and
+range reads pass through; ``get_list`` is served as kube-apiserver 1.34+ serves LISTs
+(SEMANTICS §1.2): consistent reads from cache after a freshness check, rv=0 from the
+current state with any limit ignored, Exact and continue pages from a snapshot rewound
+through the event window, and from the wrapped storage (counted by reason) when only
+storage can answer. WATCH replays from the window and fans live events out to watchers.
+The cacher hands out entries and events; what they look like on the wire is not its business.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import random
+from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import AsyncContextManager, Iterator, Protocol, Sequence, TypeVar
 
-import orjson
 import trio
 
 from kapi import errors
-from kapi.encoding import codec
 from kapi._fast import EventRing
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.metrics import Metrics
-from kapi.storage.base import Event, Storage
+from kapi.storage.base import Event, KeyValue, ListResult, Predicate, Storage
 from kapi.cacher.store import CacheEvent, CacheStore, Entry, Snapshot
-from kapi.cacher.watcher import Encoder, Filter, TimeBudget, Watcher, transition
+from kapi.cacher.watcher import Bookmark, Filter, TimeBudget, Watcher, WatchItem, transition
 
+T = TypeVar("T")
 log = logging.getLogger("kapi.cacher")
 
 RELIST_PAGE = 10_000
@@ -36,33 +39,16 @@ PROGRESS_INTERVAL_S = 0.1
 BOOKMARK_TICK_S = 1.0
 MIN_WATCH_CHANNEL = 100
 RESTART_BACKOFF_S = (0.1, 30.0)  # a failed list or watch is retried after this, doubling to the cap
-MakeEntry = Callable[[bytes, int], Entry]
 
 
-class Delegate(Exception):
-    """The request must be served from storage (the cache cannot answer it as asked)."""
+class Entries(Protocol):
+    """How the cache gets its entries: whoever serves the resource makes them from stored values."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def make(self, value: bytes, revision: int) -> Entry:
+        """The entry of a stored value; raises on a value that cannot be served."""
 
-
-@dataclass(slots=True)
-class CacheList:
-    """A LIST answered from the cache: the entries (their JSON, and protobuf once made) and list metadata."""
-
-    entries: list[Entry]
-    resource_version: int
-    continue_token: str = ""
-    remaining: int | None = None
-    scanned: int = 0
-    source: str = "cache"  # cache (current state) or snapshot
-    index: str = ""  # the field index used, if any
-
-    @property
-    def items(self) -> list[bytes]:
-        """The items' list-form JSON."""
-        return [e.data for e in self.entries]
+    def gone_at(self, entry: Entry, revision: int) -> Entry:
+        """The last state of an object that went at ``revision``, carrying that resourceVersion."""
 
 
 @dataclass(eq=False)
@@ -71,8 +57,8 @@ class WatchStart:
 
     watcher: Watcher
     initial: Sequence[Entry]  # ADDED for each, in key order
-    catch_up: Sequence[CacheEvent]  # window events after the start rv
-    end_bookmark_rv: int | None  # send the initial-events-end bookmark at this rv
+    catch_up: Sequence[WatchItem]  # window events after the start rv, as this watcher sees them
+    end_bookmark: Bookmark | None  # the initial-events-end bookmark, if asked for
 
 
 @dataclass
@@ -82,16 +68,16 @@ class CacheConfig:
 
 
 class Cacher:
-    """Watch cache for one resource (one storage prefix)."""
+    """Watch cache for one resource (one storage prefix), wrapping its storage with the storage protocol."""
 
-    def __init__(self, storage: Storage, prefix: str, make_entry: MakeEntry, encoder: Encoder, *,
-                 group: str, resource: str, metrics: Metrics, config: CacheConfig | None = None) -> None:
+    def __init__(self, storage: Storage, prefix: str, entries: Entries, *, group: str, resource: str, kind: str,
+                 metrics: Metrics, config: CacheConfig | None = None) -> None:
         self.storage = storage
         self.prefix = prefix
-        self.make_entry = make_entry
-        self.encoder = encoder
+        self.entries = entries
         self.group = group
         self.resource = resource
+        self.kind = kind
         self.metrics = metrics
         config = config or CacheConfig()
         self.store = CacheStore(config.indexed_fields)
@@ -146,7 +132,7 @@ class Cacher:
         while True:
             page = await self.storage.list(self.prefix, revision=revision, start=start, limit=RELIST_PAGE)
             revision = page.revision
-            with codec.paused_gc():
+            with _paused_gc():
                 for kv in page.items:
                     entry = self._entry(kv.key, kv.value, kv.revision)
                     if entry is not None:
@@ -186,7 +172,7 @@ class Cacher:
         as stored would fail every Go client's decode of the whole list it is in.
         """
         try:
-            return self.make_entry(value, revision)
+            return self.entries.make(value, revision)
         except Exception as exc:
             if (key, revision) not in self._reported:
                 if len(self._reported) >= 10_000:
@@ -205,14 +191,14 @@ class Cacher:
             prev = self.store.delete(ev.key)
             entry = self._entry(ev.key, ev.prev_value, ev.revision) if ev.prev_value is not None else None
             if entry is None and prev is not None:
-                entry = _gone_at(prev, ev.revision)
+                entry = self.entries.gone_at(prev, ev.revision)
             kind = "DELETED"
         else:
             entry = self._entry(ev.key, ev.value, ev.revision) if ev.value is not None else None
             if entry is None:
                 # Turned corrupt: it leaves the cache, and watchers see it go with its last good state.
                 prev = self.store.delete(ev.key)
-                entry, kind = (_gone_at(prev, ev.revision) if prev is not None else None), "DELETED"
+                entry, kind = (self.entries.gone_at(prev, ev.revision) if prev is not None else None), "DELETED"
             else:
                 prev = self.store.put(entry)
                 kind = "MODIFIED" if prev is not None else "ADDED"
@@ -247,14 +233,11 @@ class Cacher:
                     await self._rv_changed.wait()
         self.metrics.read_wait.labels(**self._labels).observe(trio.current_time() - start)
         if self.rv < rv:
-            raise errors.ServerTimeout(
-                f"Timeout: Too large resource version: {rv}, current: {self.rv}",
-                causes=[errors.Cause(reason="ResourceVersionTooLarge", message="Too large resource version")],
-                retry_after_s=1)
+            raise errors.too_large_resource_version(rv, self.rv, retry_after_s=1)
 
     async def wait_fresh(self) -> bool:
         """Consistent read: wait until the cache holds storage's current revision (KEP-2340)."""
-        target = self.storage.current_revision()
+        target = await self.storage.current_revision()
         try:
             await self.wait_for_rv(target)
         except errors.ServerTimeout:
@@ -265,11 +248,12 @@ class Cacher:
 
     # -------------------------------------------------------------- LIST
 
-    async def list(self, opts: ListOptions, filt: Filter) -> CacheList:
-        """Serve a LIST by SEMANTICS §1.2 (1.34+); ``Delegate`` when storage must answer."""
+    async def get_list(self, prefix: str, opts: ListOptions, pred: Predicate[Entry]) -> ListResult[Entry]:
+        """Serve a LIST by SEMANTICS §1.2 (1.34+): from the cache, or from storage where it must."""
+        filt = Filter(prefix, pred.label, pred.field)
         if not self.ready:
             if opts.limit > 0 and filt.everything:
-                raise Delegate("not-ready")
+                return await self._list_storage("not-ready", prefix, opts, pred)
             raise self._not_ready()
         rv_text = opts.resource_version
         limit = opts.limit
@@ -279,13 +263,15 @@ class Cacher:
             start = filt.key_prefix + token.start
             if token.revision == -1:
                 if not await self.wait_fresh():
-                    raise Delegate("consistent-read-timeout")
+                    return await self._list_storage("consistent-read-timeout", prefix, opts, pred)
                 return self._list_current(filt, start, limit)
             await self.wait_for_rv(token.revision)  # a page-one from storage may be ahead of the cache
-            return self._list_at(token.revision, filt, start, limit)
+            listed = self._list_at(token.revision, filt, start, limit)
+            return listed if listed is not None else \
+                await self._list_storage("snapshot-not-retained", prefix, opts, pred)
         if rv_text == "":
             if not await self.wait_fresh():
-                raise Delegate("consistent-read-timeout")
+                return await self._list_storage("consistent-read-timeout", prefix, opts, pred)
             return self._list_current(filt, start, limit)
         if rv_text == "0":
             return self._list_current(filt, start, 0)
@@ -293,23 +279,32 @@ class Cacher:
         match = opts.resource_version_match
         if match == "Exact" or (not match and limit > 0):
             await self.wait_for_rv(rv)
-            return self._list_at(rv, filt, start, limit)
+            listed = self._list_at(rv, filt, start, limit)
+            return listed if listed is not None else \
+                await self._list_storage("snapshot-not-retained", prefix, opts, pred)
         await self.wait_for_rv(rv)
         return self._list_current(filt, start, limit)
 
-    def _list_current(self, filt: Filter, start: str, limit: int) -> CacheList:
+    async def _list_storage(self, reason: str, prefix: str, opts: ListOptions,
+                            pred: Predicate[Entry]) -> ListResult[Entry]:
+        """The LIST the cache cannot answer as asked, from the storage it wraps (counted by ``reason``)."""
+        self.metrics.storage_list_total.labels(group=self.group, resource=self.resource, reason=reason).inc()
+        return await self.storage.get_list(prefix, opts, pred)
+
+    def _list_current(self, filt: Filter, start: str, limit: int) -> ListResult[Entry]:
         return self._collect(self.store, self.rv, filt, start, limit, "cache")
 
-    def _list_at(self, rv: int, filt: Filter, start: str, limit: int) -> CacheList:
+    def _list_at(self, rv: int, filt: Filter, start: str, limit: int) -> ListResult[Entry] | None:
+        """The LIST at ``rv``; None when the window no longer reaches back to it."""
         if rv >= self.rv:
             return self._collect(self.store, self.rv if rv > self.rv else rv, filt, start, limit, "cache")
         if not self.ring.covers(rv):
-            raise Delegate("snapshot-not-retained")
+            return None
         snapshot = Snapshot.rewind(self.store, self.ring.events_after(rv))
         return self._collect(snapshot, rv, filt, start, limit, "snapshot")
 
     def _collect(self, view: CacheStore | Snapshot, rv: int, filt: Filter, start: str, limit: int,
-                 source: str) -> CacheList:
+                 source: str) -> ListResult[Entry]:
         high = _prefix_end(filt.key_prefix)
         hint = filt.index_hint(self.store.indexed_fields) if isinstance(view, CacheStore) else None
         keys: Iterator[str]
@@ -359,61 +354,100 @@ class Cacher:
             if not more and limit and len(items) == limit:
                 more = view.count_range(last_key + "\x00", high) > 0
             scanned = view.count_range(start, last_key + "\x00" if more else high)
-        result = CacheList(items, rv, scanned=scanned, source=source, index=hint[0] if hint else "")
+        index = hint[0] if hint else ""
+        token = ""
+        remaining: int | None = None
         if more:
-            result.continue_token = encode_continue(rv, last_key + "\x00", filt.key_prefix)
+            token = encode_continue(rv, last_key + "\x00", filt.key_prefix)
             if everything:
-                result.remaining = sum(1 for _ in view.keys_from(last_key + "\x00", high)) \
+                remaining = sum(1 for _ in view.keys_from(last_key + "\x00", high)) \
                     if isinstance(view, Snapshot) else view.count_range(last_key + "\x00", high)
-        labels = dict(self._labels, index=result.index, source=source)
+        result = ListResult(items, rv, more=more, remaining=remaining, continue_token=token, source=source,
+                            scanned=scanned, index=index)
+        labels = dict(self._labels, index=index, source=source)
         self.metrics.cache_list_total.labels(**labels).inc()
         self.metrics.cache_list_fetched.labels(**labels).inc(scanned)
         self.metrics.cache_list_returned.labels(**self._labels, source=source).inc(len(items))
         return result
 
-    def get(self, key: str) -> Entry | None:
+    def entry(self, key: str) -> Entry | None:
+        """The cached entry at ``key`` (the current state; see ``wait_for_rv``)."""
         return self.store.get(key)
+
+    # ------------------------------------- the storage protocol, passed through
+
+    async def create(self, key: str, value: bytes) -> int:
+        return await self.storage.create(key, value)
+
+    async def get(self, key: str) -> KeyValue:
+        return await self.storage.get(key)
+
+    async def update(self, key: str, value: bytes, expected_revision: int) -> int:
+        return await self.storage.update(key, value, expected_revision)
+
+    async def delete(self, key: str, expected_revision: int | None = None) -> tuple[int, KeyValue]:
+        return await self.storage.delete(key, expected_revision)
+
+    async def list(self, prefix: str, *, revision: int | None = None, start: str | None = None,
+                   limit: int | None = None) -> ListResult[KeyValue]:
+        return await self.storage.list(prefix, revision=revision, start=start, limit=limit)
+
+    async def count(self, prefix: str) -> int:
+        return await self.storage.count(prefix)
+
+    def watch(self, prefix: str, from_revision: int) -> AsyncContextManager[trio.MemoryReceiveChannel[Event]]:
+        return self.storage.watch(prefix, from_revision)
+
+    def request_progress(self) -> None:
+        self.storage.request_progress()
+
+    async def current_revision(self) -> int:
+        return await self.storage.current_revision()
+
+    def compacted_revision(self) -> int:
+        return self.storage.compacted_revision()
+
+    async def compact(self, revision: int) -> None:
+        await self.storage.compact(revision)
 
     # ------------------------------------------------------------- WATCH
 
-    async def watch(self, opts: ListOptions, filt: Filter, deadline: float, proto: bool = False) -> WatchStart:
+    async def open_watch(self, opts: ListOptions, filt: Filter, deadline: float) -> WatchStart:
         """Register a watcher as SEMANTICS §2.1 says; the returned start is sent before live events."""
         if not self.ready:
             raise self._not_ready()
         rv_text = opts.resource_version
         sie = opts.send_initial_events
-        register = partial(self._register, filt, deadline, opts, proto=proto)
+        register = partial(self._register, filt, deadline, opts)
         if sie:
             if rv_text == "":
                 if not await self.wait_fresh():
-                    raise errors.ServerTimeout(
-                        f"Timeout: Too large resource version: {self.storage.current_revision()}, "
-                        f"current: {self.rv}",
-                        causes=[errors.Cause(reason="ResourceVersionTooLarge",
-                                             message="Too large resource version")], retry_after_s=1)
+                    raise errors.too_large_resource_version(await self.storage.current_revision(), self.rv,
+                                                            retry_after_s=1)
             elif rv_text != "0":
                 await self.wait_for_rv(int(rv_text))
             return register(initial=True, start_rv=self.rv, end_bookmark=opts.allow_watch_bookmarks)
         if rv_text in ("", "0") and sie is None:
             return register(initial=True, start_rv=self.rv)
         if rv_text == "":
-            return register(initial=False, start_rv=self.storage.current_revision())
+            return register(initial=False, start_rv=await self.storage.current_revision())
         if rv_text == "0":
             return register(initial=False, start_rv=self.rv)
         return register(initial=False, start_rv=int(rv_text))
 
     def _register(self, filt: Filter, deadline: float, opts: ListOptions, *, initial: bool, start_rv: int,
-                  end_bookmark: bool = False, proto: bool = False) -> WatchStart:
+                  end_bookmark: bool = False) -> WatchStart:
         """Synchronous: the initial state, the window catch-up and live dispatch join without a gap."""
         if initial:
             entries = [e for e in (self.store.get(k) for k in self.store.keys_from(
                 filt.key_prefix, _prefix_end(filt.key_prefix))) if e is not None and filt.matches(e)]
-            catch_up: Sequence[CacheEvent] = ()
+            catch_up: Sequence[WatchItem] = ()
             start_rv = self.rv
         else:
             entries = []
             if start_rv <= self.rv:
-                catch_up = self.ring.events_after(start_rv)  # 410 Gone when too old
+                window = self.ring.events_after(start_rv)  # 410 Gone when too old
+                catch_up = [(ev, *seen) for ev in window if (seen := transition(filt, ev)) is not None]
             else:
                 catch_up = ()
         hint = filt.index_hint(self.store.indexed_fields)
@@ -424,13 +458,13 @@ class Cacher:
         upper = 100 if hint is not None else (1000 if self.store.indexed_fields else 100)
         capacity = min(max(math.ceil(self.ring.capacity / 75.0), MIN_WATCH_CHANNEL), upper)
         # Live events are those after the cache's rv now (or after a future rv asked for).
-        watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint,
-                          proto)
+        watcher = Watcher(filt, max(start_rv, self.rv), capacity, opts.allow_watch_bookmarks, deadline, hint)
         self._watchers.add(watcher)
         if hint is not None:
             self._triggered.setdefault(hint, set()).add(watcher)
-        self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.encoder.kind).inc()
-        return WatchStart(watcher, entries, catch_up, start_rv if end_bookmark else None)
+        self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.kind).inc()
+        return WatchStart(watcher, entries, catch_up, Bookmark(start_rv, initial_events_end=True)
+                          if end_bookmark else None)
 
     def unregister(self, watcher: Watcher) -> None:
         if watcher in self._watchers:
@@ -441,7 +475,7 @@ class Cacher:
                     group.discard(watcher)
                     if not group:
                         del self._triggered[watcher.trigger]
-            self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.encoder.kind).dec()
+            self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.kind).dec()
         watcher.close()
 
     def _drop(self, watcher: Watcher) -> None:
@@ -467,27 +501,27 @@ class Cacher:
 
     async def _dispatch(self, ev: CacheEvent) -> None:
         """Hand the event to each interested watcher without waiting; slow ones share a time budget."""
-        blocked: list[tuple[Watcher, bytes]] = []
+        blocked: list[tuple[Watcher, WatchItem]] = []
         for w in list(self._interested(ev)):
             if w.closed or ev.revision <= w.min_revision:
                 continue
             seen = transition(w.filter, ev)
             if seen is None:
                 continue
-            line = self.encoder.event_line(ev, *seen, w.protobuf)
-            if not w.offer(line):
-                blocked.append((w, line))
+            item = (ev, *seen)
+            if not w.offer(item):
+                blocked.append((w, item))
         if not blocked:
             return
         budget = self._budget.take()
         start = trio.current_time()
-        for w, line in blocked:
+        for w, item in blocked:
             remaining = budget - (trio.current_time() - start)
             sent = False
             if remaining > 0:
                 with trio.move_on_after(remaining):
                     try:
-                        await w.send.send(line)
+                        await w.send.send(item)
                         sent = True
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         sent = True
@@ -506,15 +540,20 @@ class Cacher:
             now = trio.current_time()
             for w in list(self._watchers):
                 if w.bookmark_due(now) and self.rv >= w.min_revision:
-                    w.offer(self.encoder.bookmark(self.rv, proto=w.protobuf))  # dropped when full, as kube does
+                    w.offer(Bookmark(self.rv))  # dropped when full, as kube does
                     w.bookmark_sent(now)
 
 
-def _gone_at(prev: Entry, revision: int) -> Entry:
-    """The last state of an object that went at ``revision``, carrying that resourceVersion."""
-    obj = orjson.loads(prev.data)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(revision)
-    return Entry(prev.key, prev.namespace, prev.name, revision, prev.labels, prev.fields, orjson.dumps(obj))
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector around a relist's bulk decode (no await inside)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _prefix_end(prefix: str) -> str | None:

@@ -1,8 +1,8 @@
 """The watch cache's state: flat entries in key order, field indexes, and snapshots by rewinding.
 
 An entry holds what a LIST needs and nothing more: key, namespace, name, rv,
-labels, the selectable field values, and the object encoded once as JSON (the
-list-item form, without kind/apiVersion). No dict tree is kept per object.
+labels, the selectable field values, and the object in its served form (made by
+whoever makes entries; opaque here). No dict tree is kept per object.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ class Entry:
     rv: int
     labels: Mapping[str, str]
     fields: Mapping[str, str]
-    data: bytes  # JSON of the object without kind/apiVersion, metadata.resourceVersion set
-    proto: bytes | None = None  # its protobuf message, made the first time a client asks for it
+    data: bytes  # the object's served form (kapi.encoding.listitems), metadata.resourceVersion set
+    # Forms made from ``data`` by the encoding layer, each once per object version; never read here.
+    memo: dict[str, bytes] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -40,7 +41,8 @@ class CacheEvent:
     revision: int
     entry: Entry | None  # for DELETED: the last state with rv = the deletion revision
     prev: Entry | None  # the state before (None for ADDED)
-    encoded: dict[tuple[str, bool], bytes] = field(default_factory=dict)  # watch lines, made once
+    # What the encoding layer made of this event (watch lines), made once and shared by every watcher.
+    memo: dict[tuple[str, bool, bool], bytes] = field(default_factory=dict)
 
 
 class CacheStore:

@@ -1,4 +1,4 @@
-"""One client's watch on a cache: its filter, its bounded channel of encoded events, bookmarks."""
+"""One client's watch on a cache: its filter, its bounded channel of events and bookmarks."""
 
 from __future__ import annotations
 
@@ -6,12 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import orjson
 import trio
 
-from kapi._fast import bookmark_line, watch_line
-from kapi.encoding import protobuf
-from kapi.object.schema import Schema
 from kapi.object.selectors import FieldSelector, LabelSelector
 from kapi.cacher.store import CacheEvent, Entry
 
@@ -48,73 +44,17 @@ class Filter:
         return None
 
 
-class Encoder:
-    """Watch event bytes for one resource, each made once and shared by every watcher.
+@dataclass(frozen=True, slots=True)
+class Bookmark:
+    """A bookmark at ``revision`` for one watcher; its bytes are made by whoever writes the watch."""
 
-    JSON events are newline-delimited; protobuf events are length-prefixed WatchEvent
-    frames around the enveloped object (``protobuf`` set on the call).
-    """
+    revision: int
+    initial_events_end: bool = False
 
-    def __init__(self, kind: str, api_version: str, schema: Schema | None = None) -> None:
-        self.kind = kind
-        self.api_version = api_version
-        self.schema = schema
-        group, _, version = api_version.rpartition("/")
-        self.gvk = (group, version, kind)
-        self._kind, self._api_version = kind.encode(), api_version.encode()
-        self._type_prefix = b'{"kind":"%s","apiVersion":"%s",' % (self._kind, self._api_version)
 
-    def typed(self, data: bytes) -> bytes:
-        """A list-item JSON object with its kind and apiVersion put back."""
-        return self._type_prefix + data[1:]
-
-    def message(self, entry: Entry) -> bytes:
-        """The entry's protobuf message, made once per object version."""
-        if entry.proto is None:
-            assert self.schema is not None
-            entry.proto = protobuf.encode(self.schema, self.gvk, orjson.loads(entry.data))
-        return entry.proto
-
-    def line(self, kind: str, data: bytes) -> bytes:
-        return watch_line(kind.encode(), self._type_prefix, data)
-
-    def entry_event(self, kind: str, entry: Entry, proto: bool) -> bytes:
-        if not proto:
-            return self.line(kind, entry.data)
-        return protobuf.watch_frame(kind, protobuf.wrap(self.api_version, self.kind, self.message(entry)))
-
-    def event_line(self, ev: CacheEvent, kind: str, use_prev: bool, proto: bool = False) -> bytes:
-        """The bytes for ``ev`` as ``kind``; ``use_prev``: the previous state, at the event's rv."""
-        cache_key = (kind, use_prev, proto)
-        line = ev.encoded.get(cache_key)
-        if line is None:
-            if use_prev:
-                assert ev.prev is not None
-                obj = orjson.loads(ev.prev.data)
-                obj.setdefault("metadata", {})["resourceVersion"] = str(ev.revision)
-                entry = Entry(ev.prev.key, ev.prev.namespace, ev.prev.name, ev.revision, ev.prev.labels,
-                              ev.prev.fields, orjson.dumps(obj))
-            else:
-                assert ev.entry is not None
-                entry = ev.entry
-            line = self.entry_event(kind, entry, proto)
-            ev.encoded[cache_key] = line
-        return line
-
-    def bookmark(self, rv: int, initial_events_end: bool = False, proto: bool = False) -> bytes:
-        if not proto:
-            return bookmark_line(self._kind, self._api_version, rv, initial_events_end)
-        md: dict[str, object] = {"resourceVersion": str(rv)}
-        if initial_events_end:
-            md["annotations"] = {"k8s.io/initial-events-end": "true"}
-        obj = {"kind": self.kind, "apiVersion": self.api_version, "metadata": md}
-        assert self.schema is not None
-        return protobuf.watch_frame("BOOKMARK", protobuf.encode_object(self.schema, obj))
-
-    def error(self, status: dict[str, object], proto: bool = False) -> bytes:
-        if proto:
-            return protobuf.watch_frame("ERROR", protobuf.encode_status(status))
-        return b'{"type":"ERROR","object":%s}\n' % orjson.dumps(status)
+# What a watcher's channel carries: an event with the type this watcher sees it as and whether
+# as its previous state (see ``transition``), or a bookmark.
+WatchItem = tuple[CacheEvent, str, bool] | Bookmark
 
 
 def transition(filt: Filter, ev: CacheEvent) -> tuple[str, bool] | None:
@@ -134,7 +74,7 @@ def transition(filt: Filter, ev: CacheEvent) -> tuple[str, bool] | None:
 
 @dataclass(eq=False)
 class Watcher:
-    """A registered watch. The cacher sends it lines; its HTTP writer reads them."""
+    """A registered watch. The cacher sends it events and bookmarks; its writer encodes and sends them."""
 
     filter: Filter
     min_revision: int  # events at or below this are not for this watcher
@@ -142,23 +82,22 @@ class Watcher:
     allow_bookmarks: bool
     deadline: float  # trio clock
     trigger: tuple[str, str] | None = None  # (field, value) it was registered under
-    protobuf: bool = False  # sends protobuf frames rather than JSON lines
-    send: trio.MemorySendChannel[bytes] = field(init=False)
-    receive: trio.MemoryReceiveChannel[bytes] = field(init=False)
+    send: trio.MemorySendChannel[WatchItem] = field(init=False)
+    receive: trio.MemoryReceiveChannel[WatchItem] = field(init=False)
     next_bookmark: float = field(init=False)
     closed: bool = False
 
     def __post_init__(self) -> None:
-        self.send, self.receive = trio.open_memory_channel[bytes](self.capacity)
+        self.send, self.receive = trio.open_memory_channel[WatchItem](self.capacity)
         self.next_bookmark = self._next_bookmark_after(trio.current_time())
 
     def _next_bookmark_after(self, now: float) -> float:
         return min(now + BOOKMARK_PERIOD_S, self.deadline - 2.0)
 
-    def offer(self, line: bytes) -> bool:
+    def offer(self, item: WatchItem) -> bool:
         """Queue without waiting; False when the channel is full."""
         try:
-            self.send.send_nowait(line)
+            self.send.send_nowait(item)
             return True
         except trio.WouldBlock:
             return False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import posixpath
 import secrets
 import uuid
 from typing import Any
@@ -14,6 +15,13 @@ from kapi import errors
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no confusables)
 GENERATE_NAME_SUFFIX = 5
 MAX_GENERATED_NAME_LENGTH = 63 - GENERATE_NAME_SUFFIX
+
+
+def key_root(etcd_prefix: str) -> str:
+    """The root of every storage key under ``--etcd-prefix``, joined as kube's etcd3 store joins it
+    (``path.Join("/", prefix)``): "registry/" and "//registry" are "/registry", "/" is the empty root."""
+    root = posixpath.normpath("/" + etcd_prefix.lstrip("/"))
+    return "" if root == "/" else root
 
 
 def storage_key(root: str, prefix: str, namespace: str, name: str) -> str:

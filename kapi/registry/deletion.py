@@ -10,11 +10,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kapi import errors
-from kapi.encoding import codec
+from kapi.encoding import codec, listitems
 from kapi.object.listopts import ListOptions
-from kapi.registry.listing import ListPage
 from kapi.registry.resources import Resource
-from kapi.storage.base import KeyValue
+from kapi.storage.base import KeyValue, ListResult
 
 if TYPE_CHECKING:
     from kapi.registry.store import Registry
@@ -124,15 +123,15 @@ def _deletion_update(res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None
 
 
 async def delete_collection(reg: Registry, res: Resource, namespace: str, list_opts: ListOptions,
-                            opts: DeleteOptions) -> ListPage:
+                            opts: DeleteOptions) -> ListResult[Obj]:
     page = await reg.list(res, namespace, ListOptions(label_selector=list_opts.label_selector,
                                                         field_selector=list_opts.field_selector))
     deleted = []
-    for obj in page.objects():
+    for obj in listitems.objects(page.items):
         md = obj["metadata"]
         try:
             result = await reg.delete(res, md.get("namespace", ""), md["name"], opts)
         except errors.NotFound:
             continue
         deleted.append(result.obj)
-    return ListPage(deleted, page.resource_version)
+    return ListResult(deleted, page.revision)

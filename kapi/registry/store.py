@@ -27,10 +27,9 @@ from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_sele
 from kapi.object.validation import validate_object_meta, validate_update_meta
 from kapi.registry import deletion, listing, scale, watching
 from kapi.registry.deletion import DeleteOptions, DeleteResult
-from kapi.registry.listing import ListPage
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.strategy import Allocation
-from kapi.storage.base import KeyValue, Storage
+from kapi.storage.base import KeyValue, ListResult, Storage
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj]
@@ -205,9 +204,9 @@ class Registry:
         if resource_version:
             # etcd3's Get: a minimum resourceVersion newer than storage is "too large".
             rv = meta.parse_resource_version(resource_version)
-            current = self.storage.current_revision()
+            current = await self.storage.current_revision()
             if rv > current:
-                raise listing.too_large_rv(rv, current)
+                raise errors.too_large_resource_version(rv, current, retry_after_s=0)
         return self.decode_one(res, await self.get_kv(res, namespace, name))
 
     # --------------------------------------------- cache, list (listing.py)
@@ -216,11 +215,11 @@ class Registry:
         """The watch cache of ``res`` (not started); the server runs it and the registry uses it."""
         return listing.make_cacher(self, res, capacity=capacity, indexed_fields=indexed_fields)
 
-    def protobuf_items(self, res: Resource, page: ListPage) -> list[bytes]:
+    def protobuf_items(self, res: Resource, page: listing.Page) -> list[bytes]:
         """The page's items as protobuf messages; a cached object's is made once per version."""
         return listing.protobuf_items(self, res, page)
 
-    async def list(self, res: Resource, namespace: str, opts: ListOptions) -> ListPage:
+    async def list(self, res: Resource, namespace: str, opts: ListOptions) -> listing.Page:
         """A LIST: from the watch cache where SEMANTICS §1.2 says so, else from storage."""
         return await listing.list(self, res, namespace, opts)
 
@@ -460,7 +459,7 @@ class Registry:
         return await deletion.delete(self, res, namespace, name, opts)
 
     async def delete_collection(self, res: Resource, namespace: str, list_opts: ListOptions,
-                                opts: DeleteOptions) -> ListPage:
+                                opts: DeleteOptions) -> ListResult[Obj]:
         return await deletion.delete_collection(self, res, namespace, list_opts, opts)
 
     # ----------------------------------------------------- watch (watching.py)

@@ -1,7 +1,8 @@
 """WATCH: storage watch events with selector transitions, and the watch lines the API sends.
 
-A resource with a watch cache is watched through it (its lines come encoded from the cacher, queued
-lines go out in one write); one without is watched on storage and its events encoded here.
+A resource with a watch cache is watched through it (the cacher hands out events and bookmarks,
+encoded here by ``kapi.encoding.watchlines``, once per event for every watcher; queued ones go out
+in one write); one without is watched on storage and its decoded objects encoded here.
 """
 
 from __future__ import annotations
@@ -9,17 +10,16 @@ from __future__ import annotations
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
-import orjson
 import trio
 
 from kapi import errors
 from kapi.cacher.cache import Cacher, WatchStart
-from kapi.cacher.watcher import transition
-from kapi.encoding import codec, protobuf
+from kapi.cacher.watcher import Bookmark, Filter, WatchItem
+from kapi.encoding import codec
+from kapi.encoding.watchlines import WatchLines, error_event, object_event
 from kapi.object import meta
 from kapi.object.listopts import ListOptions
 from kapi.object.schema import Schema
-from kapi.registry.listing import cache_filter
 from kapi.registry.resources import Resource
 from kapi.storage.base import KeyValue
 
@@ -112,12 +112,12 @@ async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOp
     sel = reg.selection(res, opts)
     if opts.resource_version not in ("", "0"):
         meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
-    filt = cache_filter(reg, res, namespace, sel)
+    filt = Filter(reg.prefix(res, namespace), sel.label, sel.field)
     try:
-        start = await cacher.watch(opts, filt, deadline, proto)
+        start = await cacher.open_watch(opts, filt, deadline)
     except (errors.Gone, errors.ServerTimeout) as err:
-        return _one_line(cacher.encoder.error(err.to_status(), proto))
-    return _CachedWatchLines(cacher, start)
+        return _one_line(error_event(err.to_status(), reg.schema if proto else None))
+    return _CachedWatchLines(cacher, start, WatchLines(res.kind, res.group_version, reg.schema), proto)
 
 
 WATCH_BATCH_BYTES = 256 * 1024  # initial events go out in writes of about this size
@@ -132,10 +132,7 @@ async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]],
     """A storage-backed watch's events, as JSON lines or (with a schema) protobuf frames."""
     async with aclosing(events):  # type: ignore[type-var]
         async for kind, obj in events:
-            if proto_schema is not None:
-                yield protobuf.encode_watch_event(proto_schema, kind, obj)
-            else:
-                yield orjson.dumps({"type": kind, "object": obj}) + b"\n"
+            yield object_event(kind, obj, proto_schema)
             if kind == "ERROR":
                 return
 
@@ -143,10 +140,10 @@ async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]],
 class _CachedWatchLines:
     """A cached watch's lines; closing it unregisters the watcher even if it was never read."""
 
-    def __init__(self, cacher: Cacher, start: WatchStart) -> None:
+    def __init__(self, cacher: Cacher, start: WatchStart, lines: WatchLines, proto: bool) -> None:
         self._cacher = cacher
         self._watcher = start.watcher
-        self._lines = _cached_watch_lines(cacher, start)
+        self._lines = _cached_watch_lines(cacher, start, lines, proto)
 
     def __aiter__(self) -> _CachedWatchLines:
         return self
@@ -161,37 +158,40 @@ class _CachedWatchLines:
             self._cacher.unregister(self._watcher)
 
 
-async def _cached_watch_lines(cacher: Cacher, start: WatchStart) -> AsyncIterator[bytes]:
-    """Initial events, the window catch-up, the end bookmark, then live lines; queued lines go in one write."""
+def _encoded(enc: WatchLines, item: WatchItem, proto: bool) -> bytes:
+    if isinstance(item, Bookmark):
+        return enc.bookmark(item.revision, item.initial_events_end, proto)
+    ev, kind, use_prev = item
+    return enc.event(ev, kind, use_prev, proto)
+
+
+async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines,
+                              proto: bool) -> AsyncIterator[bytes]:
+    """Initial events, the window catch-up, the end bookmark, then live events; queued ones go in one write."""
     w = start.watcher
-    enc = cacher.encoder
-    proto = w.protobuf
     try:
         batch: list[bytes] = []
         size = 0
         for entry in start.initial:
-            line = enc.entry_event("ADDED", entry, proto)
+            line = enc.item_event("ADDED", entry, proto)
             batch.append(line)
             size += len(line)
             if size >= WATCH_BATCH_BYTES:
                 yield b"".join(batch)
                 batch, size = [], 0
-        for ev in start.catch_up:
-            seen = transition(w.filter, ev)
-            if seen is not None:
-                batch.append(enc.event_line(ev, *seen, proto))
-        if start.end_bookmark_rv is not None:
-            batch.append(enc.bookmark(start.end_bookmark_rv, initial_events_end=True, proto=proto))
+        for item in start.catch_up:
+            batch.append(_encoded(enc, item, proto))
+        if start.end_bookmark is not None:
+            batch.append(_encoded(enc, start.end_bookmark, proto))
         if batch:
             yield b"".join(batch)
-        async for line in w.receive:
-            lines = [line]
+        async for item in w.receive:
+            lines = [_encoded(enc, item, proto)]
             while True:
                 try:
-                    lines.append(w.receive.receive_nowait())
+                    lines.append(_encoded(enc, w.receive.receive_nowait(), proto))
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
             yield b"".join(lines)
     finally:
         cacher.unregister(w)
-

@@ -34,6 +34,7 @@ from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import Registry, WriteOptions
+from kapi.object.meta import key_root
 from kapi.object.schema import load_builtin
 from kapi.storage.base import Storage
 
@@ -204,7 +205,7 @@ async def compact_periodically(storage: Storage, interval_s: float) -> None:
         await trio.sleep(interval_s)
         if seen:
             await storage.compact(seen)
-        seen = storage.current_revision()
+        seen = await storage.current_revision()
 
 
 def cache_settings(config: Config, res: Resource) -> tuple[int, tuple[str, ...]] | None:
@@ -250,7 +251,7 @@ class WatchCaches:
             unsubscribe()
 
     def _wanted(self) -> dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]]:
-        wanted: dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]] = {}
+        wanted = {}
         for res in self._registry.table.resources:
             settings = cache_settings(self._config, res)
             if settings is not None:
@@ -346,7 +347,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                          f"({getattr(exc, 'filename', None) or 'remove the pki directory to make new ones'})") from None
     storage = make_storage(config, data_dir)
     # The schema is loaded once per server; the registry and the API read this one.
-    registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), metrics=Metrics())
+    registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), root=key_root(config.etcd_prefix),
+                        metrics=Metrics())
     health = Health()
     app = build_app(config, registry, pki.admin_token, health)
     shutdown = trio.Event()

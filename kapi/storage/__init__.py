@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kapi.storage.base import Event, EventType, KeyValue, ListResult, Storage
+from kapi.storage.base import Event, EventType, KeyValue, ListResult, Predicate, Storage
 from kapi.storage.memory import MemoryStorage
 from kapi.storage.sqlite import SqliteStatistics, SqliteStorage
 
@@ -12,6 +12,7 @@ __all__ = [
     "KeyValue",
     "ListResult",
     "MemoryStorage",
+    "Predicate",
     "SqliteStatistics",
     "SqliteStorage",
     "Storage",

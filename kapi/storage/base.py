@@ -10,10 +10,15 @@ work for any ``R`` above the compacted revision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AsyncContextManager, Literal, Protocol, Sequence
+from typing import TYPE_CHECKING, AsyncContextManager, Callable, Generic, Literal, Protocol, Sequence, TypeVar
 
 import trio
 
+if TYPE_CHECKING:
+    from kapi.object.listopts import ListOptions
+    from kapi.object.selectors import FieldSelector, LabelSelector
+
+T = TypeVar("T")
 EventType = Literal["ADDED", "MODIFIED", "DELETED", "PROGRESS"]
 
 
@@ -47,18 +52,43 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
-class ListResult:
-    """A page of a range read.
+class ListResult(Generic[T]):
+    """A page of a LIST: of a range read (``KeyValue`` items) or of objects (``get_list``), up to the handlers.
 
-    ``revision`` is the store revision the read was taken at; ``more`` tells
-    whether keys remain after the last one returned; ``remaining`` counts them
-    (0 when ``more`` is false).
+    ``revision`` is the store revision the read was taken at (a LIST's resourceVersion);
+    ``more`` tells whether keys remain after the last one returned; ``remaining`` counts
+    them (0 when ``more`` is false; None when a selector made them uncountable);
+    ``continue_token`` asks for the next page. ``source`` (storage, cache or snapshot),
+    ``scanned`` (objects read to answer) and ``index`` (the field index used) say what
+    the LIST cost.
     """
 
-    items: Sequence[KeyValue]
+    items: Sequence[T]
     revision: int
     more: bool = False
-    remaining: int = 0
+    remaining: int | None = 0
+    continue_token: str = ""
+    source: str = "storage"
+    scanned: int = 0
+    index: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate(Generic[T]):
+    """What a LIST selects, and how a stored value becomes one of its items (kube's SelectionPredicate).
+
+    ``decode`` gives the item of a stored value, or None when the selectors refuse it or it
+    cannot be served (a corrupt value is left out of a LIST: whoever decodes logs it).
+    A watch cache answers from its own entries with ``label`` and ``field`` alone.
+    """
+
+    decode: Callable[[KeyValue], T | None]
+    label: LabelSelector | None = None
+    field: FieldSelector | None = None
+
+    @property
+    def everything(self) -> bool:
+        return self.label is None and self.field is None
 
 
 class Storage(Protocol):
@@ -97,12 +127,21 @@ class Storage(Protocol):
         revision: int | None = None,
         start: str | None = None,
         limit: int | None = None,
-    ) -> ListResult:
+    ) -> ListResult[KeyValue]:
         """Keys under ``prefix`` in key order, from ``start`` (inclusive) on.
 
         At the latest revision, or at ``revision`` (``RevisionCompacted`` if it
         is at or below the compacted revision; a revision above the current
         one reads the current state).
+        """
+
+    async def get_list(self, prefix: str, opts: ListOptions, pred: Predicate[T]) -> ListResult[T]:
+        """A LIST under ``prefix`` by the API's rules (SEMANTICS §1.2, §1.3): resourceVersion and
+        resourceVersionMatch, limit and continue, the items ``pred`` selects.
+
+        Backends share one implementation (``kapi.storage._paging``); a watch cache serves it from
+        memory where it may and falls back to the storage it wraps where it may not.
+        Raises ``Gone`` (a compacted continue or Exact revision) and ``ServerTimeout`` (a future one).
         """
 
     async def count(self, prefix: str) -> int:
@@ -119,8 +158,8 @@ class Storage(Protocol):
     def request_progress(self) -> None:
         """Ask for a PROGRESS event at the current revision on every live watch (etcd's RequestProgress)."""
 
-    def current_revision(self) -> int:
-        """The latest committed revision (cheap, no I/O)."""
+    async def current_revision(self) -> int:
+        """The latest committed revision (etcd: a quorum read, so it is awaited)."""
 
     def compacted_revision(self) -> int:
         """The highest revision compacted away (0 if none)."""

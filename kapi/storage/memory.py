@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import bisect
 import builtins
-from typing import AsyncContextManager, Iterable
+from typing import TYPE_CHECKING, AsyncContextManager, Iterable, TypeVar
 
 import trio
 from sortedcontainers import SortedDict  # type: ignore[import-untyped]
 
 from kapi.errors import KeyExists, KeyNotFound, RevisionCompacted, RevisionConflict, StorageUnavailable
+from kapi.storage import _paging
 from kapi.storage._keys import prefix_end, range_start
 from kapi.storage._watch import WatchHub
-from kapi.storage.base import Event, KeyValue, ListResult
+from kapi.storage.base import Event, KeyValue, ListResult, Predicate
+
+if TYPE_CHECKING:
+    from kapi.object.listopts import ListOptions
+
+T = TypeVar("T")
 
 
 def _revision_of(event: Event) -> int:
@@ -35,7 +41,7 @@ class MemoryStorage:
         self._hub = WatchHub(
             buffer=watch_buffer,
             read_history=self._read_history,
-            current=self.current_revision,
+            current=lambda: self._revision,
             compacted=self.compacted_revision,
         )
 
@@ -110,7 +116,7 @@ class MemoryStorage:
         revision: int | None = None,
         start: str | None = None,
         limit: int | None = None,
-    ) -> ListResult:
+    ) -> ListResult[KeyValue]:
         """Keys under ``prefix`` from ``start`` on, at the latest or a historical revision."""
         await self._ready()
         low, high = range_start(prefix, start), prefix_end(prefix)
@@ -122,6 +128,10 @@ class MemoryStorage:
         if revision is None or revision >= self._revision:
             return self._page_of_current(low, high, limit)
         return _page(self._state_at(revision, prefix, low, high), revision, limit)
+
+    async def get_list(self, prefix: str, opts: ListOptions, pred: Predicate[T]) -> ListResult[T]:
+        """A LIST by the API's rules over this backend's range reads."""
+        return await _paging.get_list(self, prefix, opts, pred)
 
     async def count(self, prefix: str) -> int:
         """How many keys live under ``prefix`` now."""
@@ -137,8 +147,9 @@ class MemoryStorage:
         """Every live watch gets a PROGRESS event at the current revision."""
         self._hub.request_progress()
 
-    def current_revision(self) -> int:
+    async def current_revision(self) -> int:
         """The latest committed revision."""
+        await trio.lowlevel.checkpoint()
         return self._revision
 
     def compacted_revision(self) -> int:
@@ -177,7 +188,7 @@ class MemoryStorage:
         last = len(self._current) if high is None else self._current.bisect_left(high)
         return first, max(first, last)
 
-    def _page_of_current(self, low: str, high: str | None, limit: int | None) -> ListResult:
+    def _page_of_current(self, low: str, high: str | None, limit: int | None) -> ListResult[KeyValue]:
         first, last = self._span(low, high)
         end = last if not limit or limit <= 0 else min(last, first + limit)
         keys = self._current.keys()[first:end]
@@ -215,7 +226,7 @@ class MemoryStorage:
         return out
 
 
-def _page(state: Iterable[KeyValue], revision: int, limit: int | None) -> ListResult:
+def _page(state: Iterable[KeyValue], revision: int, limit: int | None) -> ListResult[KeyValue]:
     """A ``ListResult`` of the first ``limit`` items of ``state``."""
     items = list(state)
     if not limit or limit <= 0 or len(items) <= limit:

@@ -13,9 +13,8 @@ import os
 import queue
 import sqlite3
 import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncContextManager, Callable, Iterator, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncContextManager, Callable, Literal, TypeVar
 
 import trio
 
@@ -27,9 +26,14 @@ from kapi.errors import (
     StorageError,
     StorageUnavailable,
 )
+from kapi.storage import _paging
+from kapi.storage._errors import opening, sqlite_errors
 from kapi.storage._keys import prefix_end, range_start
 from kapi.storage._watch import WatchHub
-from kapi.storage.base import Event, KeyValue, ListResult
+from kapi.storage.base import Event, KeyValue, ListResult, Predicate
+
+if TYPE_CHECKING:
+    from kapi.object.listopts import ListOptions
 
 logger = logging.getLogger(__name__)
 
@@ -65,17 +69,6 @@ DELETE FROM log WHERE rev <= :r AND EXISTS (
 """
 # Tombstones at or below R no longer hide anything once the rows they superseded are gone.
 _COMPACT_TOMBSTONES = "DELETE FROM log WHERE rev <= :r AND deleted = 1"
-
-
-@contextmanager
-def _mapped() -> Iterator[None]:
-    """Turn ``sqlite3`` exceptions into ``StorageError`` at the backend's edge."""
-    try:
-        yield
-    except sqlite3.IntegrityError as exc:
-        raise KeyExists(f"sqlite: {exc}") from exc
-    except sqlite3.Error as exc:
-        raise StorageUnavailable(f"sqlite: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +145,7 @@ class _Writer:
         revision, compacted = self._revision, self._compacted
         events: list[Event] = []
         try:
-            with _mapped():
+            with sqlite_errors():
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     stored = conn.execute("SELECT value FROM meta WHERE name = 'revision'").fetchone()[0]
@@ -161,7 +154,7 @@ class _Writer:
                     for write in batch:
                         conn.execute("SAVEPOINT op")
                         try:
-                            with _mapped():
+                            with sqlite_errors():
                                 if write.kind == "compact":
                                     assert write.expected is not None
                                     compacted = self._compact(min(write.expected, revision), compacted)
@@ -277,7 +270,7 @@ class SqliteStorage:
         self._hub = WatchHub(
             buffer=watch_buffer,
             read_history=self._read_history,
-            current=self.current_revision,
+            current=lambda: self._revision,
             compacted=self.compacted_revision,
         )
 
@@ -360,12 +353,12 @@ class SqliteStorage:
         if self._writer is None:
             raise StorageUnavailable("storage is not running")
         if self._point_conn is None:
-            with _mapped():
+            with sqlite_errors():
                 conn = sqlite3.connect(self._path, isolation_level=None)
                 conn.execute("PRAGMA query_only = 1")
                 conn.execute("PRAGMA busy_timeout = 100")  # WAL readers are only busy during recovery
             self._point_conn = conn
-        with _mapped():
+        with sqlite_errors():
             found = _get(self._point_conn, key)
         if found is None:
             raise KeyNotFound(f"key {key!r} not found", key=key)
@@ -378,9 +371,13 @@ class SqliteStorage:
         revision: int | None = None,
         start: str | None = None,
         limit: int | None = None,
-    ) -> ListResult:
+    ) -> ListResult[KeyValue]:
         """Keys under ``prefix`` from ``start`` on, at the latest or a historical revision."""
         return await self._read(_list, range_start(prefix, start), prefix_end(prefix), revision, limit)
+
+    async def get_list(self, prefix: str, opts: ListOptions, pred: Predicate[T]) -> ListResult[T]:
+        """A LIST by the API's rules over this backend's range reads."""
+        return await _paging.get_list(self, prefix, opts, pred)
 
     async def count(self, prefix: str) -> int:
         """How many keys live under ``prefix`` now."""
@@ -394,8 +391,9 @@ class SqliteStorage:
         """Every live watch gets a PROGRESS event at the current revision."""
         self._hub.request_progress()
 
-    def current_revision(self) -> int:
+    async def current_revision(self) -> int:
         """The latest revision whose commit has been handed to trio."""
+        await trio.lowlevel.checkpoint()
         return self._revision
 
     def compacted_revision(self) -> int:
@@ -453,7 +451,7 @@ class SqliteStorage:
     ) -> tuple[sqlite3.Connection, T | StorageError]:
         """In a worker thread: the connection back for the pool, and the result or the storage error."""
         try:
-            with _mapped():
+            with sqlite_errors():
                 if conn is None:
                     conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
                     conn.execute("PRAGMA busy_timeout = 5000")
@@ -475,16 +473,12 @@ class SqliteStorage:
 
     def _open_writer(self) -> tuple[sqlite3.Connection, int, int]:
         """In a worker thread: open the write connection, create the schema, load the revisions."""
-        try:
+        with opening(self._path):
             _restrict(self._path)
             return self._open_writer_connection()
-        except StorageUnavailable as exc:
-            raise StorageUnavailable(f"cannot open {self._path}: {str(exc).removeprefix('sqlite: ')}") from exc
-        except OSError as exc:
-            raise StorageUnavailable(f"cannot open {self._path}: {exc.strerror or exc}") from exc
 
     def _open_writer_connection(self) -> tuple[sqlite3.Connection, int, int]:
-        with _mapped():
+        with sqlite_errors():
             conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
             try:
                 conn.execute("PRAGMA busy_timeout = 5000")
@@ -546,7 +540,7 @@ def _count(conn: sqlite3.Connection, prefix: str, high: str | None) -> int:
     return int(conn.execute(f"SELECT COUNT(*) FROM current WHERE {where}", params).fetchone()[0])
 
 
-def _list(conn: sqlite3.Connection, low: str, high: str | None, revision: int | None, limit: int | None) -> ListResult:
+def _list(conn: sqlite3.Connection, low: str, high: str | None, revision: int | None, limit: int | None) -> ListResult[KeyValue]:
     current, compacted = _meta(conn)
     if revision is not None and compacted > 0 and revision <= compacted:
         raise RevisionCompacted(

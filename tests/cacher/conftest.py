@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 import orjson
 import pytest
@@ -11,6 +11,7 @@ import trio
 
 from kapi.encoding import codec
 from kapi.cacher.cache import Cacher
+from kapi.cacher.store import Entry
 from kapi.metrics import Metrics
 from kapi.apis import BUILTIN
 from kapi.registry.resources import Resource, ResourceTable
@@ -62,7 +63,7 @@ class Env:
 
     async def synced(self) -> int:
         """Wait until the cacher has seen every write; the storage revision."""
-        rev = self.storage.current_revision()
+        rev = await self.storage.current_revision()
         await self.cacher.wait_for_rv(rev)
         return rev
 
@@ -75,11 +76,11 @@ class Env:
 MakeEnv = Callable[..., Awaitable[Env]]
 
 
-def names(items: list[bytes]) -> list[str]:
-    """``namespace/name`` of each list item (JSON bytes), in order."""
+def names(items: Sequence[Entry]) -> list[str]:
+    """``namespace/name`` of each list item (the entries' JSON), in order."""
     out = []
-    for raw in items:
-        md = orjson.loads(raw)["metadata"]
+    for entry in items:
+        md = orjson.loads(entry.data)["metadata"]
         out.append(f"{md.get('namespace', '')}/{md['name']}")
     return out
 

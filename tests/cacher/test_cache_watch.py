@@ -12,7 +12,9 @@ from kapi import errors
 from kapi._fast import EventRing
 from kapi.cacher.cache import WatchStart
 from kapi.cacher.store import CacheEvent
-from kapi.cacher.watcher import Filter
+from kapi.cacher.watcher import Bookmark, Filter
+from kapi.encoding.watchlines import WatchLines
+from kapi.object.schema import load_builtin
 from kapi.object.listopts import ListOptions
 from kapi.object.selectors import parse_field_selector, parse_label_selector
 from kapi.storage.memory import MemoryStorage
@@ -94,14 +96,27 @@ def select(env: Env, namespace: str = "", label: str = "", field: str = "") -> F
                   parse_field_selector(field, fields, labels=env.res.strategy.field_labels) if field else None)
 
 
+_POD_LINES: list[WatchLines] = []  # made once: loading the schema is slow
+
+
+def pod_lines() -> WatchLines:
+    if not _POD_LINES:
+        _POD_LINES.append(WatchLines("Pod", "v1", load_builtin()))
+    return _POD_LINES[0]
+
+
 def queued(start: WatchStart) -> list[Event]:
-    """Lines already in a watcher's channel, without waiting."""
+    """Events already in a watcher's channel (as the watch would send them), without waiting."""
     out: list[Event] = []
     while True:
         try:
-            out += line_objects(start.watcher.receive.receive_nowait())
+            item = start.watcher.receive.receive_nowait()
         except (trio.WouldBlock, trio.EndOfChannel):
             return out
+        if isinstance(item, Bookmark):
+            out += line_objects(pod_lines().bookmark(item.revision, item.initial_events_end))
+        else:
+            out += line_objects(pod_lines().event(*item))
 
 
 def closed(start: WatchStart) -> bool:
@@ -194,7 +209,7 @@ async def test_watch_from_too_old_rv_is_gone(make_env: MakeEnv, nursery: trio.Nu
         await env.put("a", f"p{i}")
     await nursery.start(env.cacher.run)  # relists at 4
     with pytest.raises(errors.Gone) as info:
-        await env.cacher.watch(ListOptions(watch=True, resource_version="2"), select(env),
+        await env.cacher.open_watch(ListOptions(watch=True, resource_version="2"), select(env),
                                trio.current_time() + 60)
     assert info.value.code == 410
     assert info.value.message.startswith("too old resource version: 2 (")
@@ -313,11 +328,11 @@ async def test_field_selector_transitions_on_node_moves(env: Env, open_stream: O
 
 async def test_node_scoped_watcher_is_not_offered_other_nodes_events(env: Env) -> None:
     deadline = trio.current_time() + 60
-    on_node1 = await env.cacher.watch(ListOptions(watch=True, resource_version="0", send_initial_events=False),
+    on_node1 = await env.cacher.open_watch(ListOptions(watch=True, resource_version="0", send_initial_events=False),
                                       select(env, field="spec.nodeName=node-1"), deadline)
-    everyone = await env.cacher.watch(ListOptions(watch=True, resource_version="0", send_initial_events=False),
+    everyone = await env.cacher.open_watch(ListOptions(watch=True, resource_version="0", send_initial_events=False),
                                       select(env), deadline)
-    unindexed = await env.cacher.watch(ListOptions(watch=True, resource_version="0", send_initial_events=False),
+    unindexed = await env.cacher.open_watch(ListOptions(watch=True, resource_version="0", send_initial_events=False),
                                        select(env, field="status.phase=Pending"), deadline)
     assert on_node1.watcher.trigger == ("spec.nodeName", "node-1")
     assert everyone.watcher.trigger is None and unindexed.watcher.trigger is None
@@ -353,7 +368,7 @@ async def test_slow_watcher_is_terminated_others_keep_receiving(env: Env, nurser
                                                                 open_stream: Opener) -> None:
     deadline = trio.current_time() + 1800
     opts = ListOptions(watch=True, resource_version="0", send_initial_events=False)
-    slow = await env.cacher.watch(opts, select(env, field="spec.nodeName=node-1"), deadline)
+    slow = await env.cacher.open_watch(opts, select(env, field="spec.nodeName=node-1"), deadline)
     capacity = slow.watcher.capacity
     fast = await open_stream(env, resource_version="0", send_initial_events=False)
     got: list[Event] = []
@@ -386,12 +401,12 @@ async def test_blocked_watcher_that_catches_up_within_budget_survives(env: Env, 
                                                                       autojump_clock: trio.abc.Clock) -> None:
     deadline = trio.current_time() + 1800
     opts = ListOptions(watch=True, resource_version="0", send_initial_events=False)
-    start = await env.cacher.watch(opts, select(env, field="spec.nodeName=node-1"), deadline)
+    start = await env.cacher.open_watch(opts, select(env, field="spec.nodeName=node-1"), deadline)
     capacity = start.watcher.capacity
     for i in range(capacity):
         await env.put("a", f"p{i:03}", node="node-1")
     await env.synced()
-    received: list[bytes] = []
+    received: list[object] = []
 
     async def late_reader() -> None:
         await trio.sleep(0.03)  # within the 100 ms budget
@@ -414,7 +429,7 @@ async def test_periodic_bookmarks_every_minute(env: Env, autojump_clock: trio.ab
     r = await env.put("a", "p1")
     await env.synced()
     created = trio.current_time()
-    start = await env.cacher.watch(ListOptions(watch=True, resource_version=str(r), allow_watch_bookmarks=True),
+    start = await env.cacher.open_watch(ListOptions(watch=True, resource_version=str(r), allow_watch_bookmarks=True),
                                    select(env), created + 1000)
     await trio.sleep_until(created + 58)
     assert queued(start) == []
@@ -435,7 +450,7 @@ async def test_periodic_bookmarks_every_minute(env: Env, autojump_clock: trio.ab
 async def test_bookmark_due_two_seconds_before_deadline(env: Env, autojump_clock: trio.abc.Clock) -> None:
     await env.synced()
     created = trio.current_time()
-    start = await env.cacher.watch(ListOptions(watch=True, resource_version="0", allow_watch_bookmarks=True),
+    start = await env.cacher.open_watch(ListOptions(watch=True, resource_version="0", allow_watch_bookmarks=True),
                                    select(env), created + 10)
     await trio.sleep_until(created + 7.5)
     assert queued(start) == []
@@ -448,7 +463,7 @@ async def test_bookmark_due_two_seconds_before_deadline(env: Env, autojump_clock
 
 async def test_no_bookmarks_unless_allowed(env: Env, autojump_clock: trio.abc.Clock) -> None:
     await env.synced()
-    start = await env.cacher.watch(ListOptions(watch=True, resource_version="0"), select(env),
+    start = await env.cacher.open_watch(ListOptions(watch=True, resource_version="0"), select(env),
                                    trio.current_time() + 1000)
     await trio.sleep(300)
     assert queued(start) == []
@@ -457,7 +472,7 @@ async def test_no_bookmarks_unless_allowed(env: Env, autojump_clock: trio.abc.Cl
 async def test_bookmark_not_before_a_future_start_rv(env: Env, autojump_clock: trio.abc.Clock) -> None:
     now = await env.synced()
     opts = ListOptions(watch=True, resource_version=str(now + 5), allow_watch_bookmarks=True)
-    start = await env.cacher.watch(opts, select(env), trio.current_time() + 1000)
+    start = await env.cacher.open_watch(opts, select(env), trio.current_time() + 1000)
     await trio.sleep(65)
     assert queued(start) == []  # the cache has not reached the rv the client asked for
 
@@ -479,7 +494,7 @@ async def test_reinitialisation_closes_watchers(make_env: MakeEnv, nursery: trio
     env = await make_env(storage=storage)
     r1 = await env.put("a", "p1")
     await env.synced()
-    start = await env.cacher.watch(ListOptions(watch=True, resource_version=str(r1)), select(env),
+    start = await env.cacher.open_watch(ListOptions(watch=True, resource_version=str(r1)), select(env),
                                    trio.current_time() + 1000)
     s = await open_stream(env, resource_version="0")
     await s.take(1)
@@ -491,7 +506,7 @@ async def test_reinitialisation_closes_watchers(make_env: MakeEnv, nursery: trio
     assert await s.ended()
     assert env.cacher._watchers == set()
     with pytest.raises(errors.TooManyRequests):
-        await env.cacher.watch(ListOptions(watch=True), select(env), trio.current_time() + 10)
+        await env.cacher.open_watch(ListOptions(watch=True), select(env), trio.current_time() + 10)
     with pytest.raises(errors.TooManyRequests):
         await env.registry.watch_lines(env.res, "", ListOptions(watch=True), trio.current_time() + 10)
     # Back again: the cache relists and serves; a client resumes from its last rv.
@@ -512,7 +527,7 @@ async def test_cache_event_lines_are_encoded_once(env: Env, open_stream: Opener)
     ea, eb = await a.take(1), await b.take(1)
     assert ea == eb
     ev: CacheEvent = env.cacher.ring.events_after(0)[0]
-    assert list(ev.encoded) == [("ADDED", False, False)]  # (type, previous state, protobuf): made once
+    assert list(ev.memo) == [("ADDED", False, False)]  # (type, previous state, protobuf): made once
 
 
 async def test_watch_from_an_evicted_rv_is_gone(make_env: MakeEnv, nursery: trio.Nursery,

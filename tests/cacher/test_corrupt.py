@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import msgpack
 import orjson
@@ -17,6 +17,7 @@ import pytest
 import trio
 
 from kapi import errors
+from kapi.cacher.store import Entry
 from kapi.encoding import codec
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.namespace import NamespaceController
@@ -90,10 +91,8 @@ async def fill(storage: Storage) -> None:
         await storage.create(PREFIX + name, value)
 
 
-def names_of(raw: list[bytes] | None, items: list[dict[str, Any]]) -> list[str]:
-    if raw is not None:
-        return [orjson.loads(b)["metadata"]["name"] for b in raw]
-    return [o["metadata"]["name"] for o in items]
+def names_of(items: Sequence[Entry]) -> list[str]:
+    return [orjson.loads(e.data)["metadata"]["name"] for e in items]
 
 
 def registry_over(storage: Storage) -> Registry:
@@ -128,16 +127,16 @@ async def test_watch_cache_starts_and_serves_the_good_objects(storage: Storage, 
         await nursery.start(cacher.run)
     page = await registry.list(res, "default", ListOptions(resource_version="0"))
     assert page.source == "cache"
-    assert sorted(names_of(page.raw, page.items)) == sorted(GOOD)
+    assert sorted(names_of(page.items)) == sorted(GOOD)
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for name in BAD_VALUES:
         assert PREFIX + name in logged
     # Live events: a bad value written now is left out too; a good one still arrives.
     await storage.create(PREFIX + "late-bad", codec.encode_value(cm("late-bad", labels=["b"])))
     await storage.create(PREFIX + "late-good", codec.encode_value(cm("late-good")))
-    await cacher.wait_for_rv(storage.current_revision())
+    await cacher.wait_for_rv(await storage.current_revision())
     page = await registry.list(res, "default", ListOptions())
-    assert sorted(names_of(page.raw, page.items)) == sorted((*GOOD, "late-good"))
+    assert sorted(names_of(page.items)) == sorted((*GOOD, "late-good"))
 
 
 async def test_an_object_that_turns_corrupt_leaves_the_cache_and_watchers_see_it_go(
@@ -164,7 +163,7 @@ async def test_an_object_that_turns_corrupt_leaves_the_cache_and_watchers_see_it
     assert [e["type"] for e in events] == ["DELETED", "ADDED"]
     assert events[0]["object"]["metadata"]["resourceVersion"] == str(rev2)
     assert events[1]["object"]["metadata"]["labels"] == {"a": "b"}
-    assert cacher.get(PREFIX + "flip") is not None
+    assert cacher.entry(PREFIX + "flip") is not None
 
 
 async def test_storage_list_get_and_watch_leave_corrupt_objects_out(storage: Storage) -> None:
@@ -173,14 +172,14 @@ async def test_storage_list_get_and_watch_leave_corrupt_objects_out(storage: Sto
     registry = registry_over(storage)  # no cacher: every read goes to storage
     res = configmaps(registry)
     page = await registry.list(res, "default", ListOptions())
-    assert sorted(names_of(page.raw, page.items)) == sorted(GOOD)
+    assert sorted(names_of(page.items)) == sorted(GOOD)
     selected = await registry.list(res, "default", ListOptions(label_selector="app=x"))
-    assert sorted(names_of(selected.raw, selected.items)) == sorted(GOOD)
+    assert sorted(names_of(selected.items)) == sorted(GOOD)
     seen: list[str] = []
     token = ""
     while True:
         page = await registry.list(res, "default", ListOptions(limit=3, continue_token=token))
-        seen += names_of(page.raw, page.items)
+        seen += names_of(page.items)
         token = page.continue_token
         if not token:
             break

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Sequence
 
 import orjson
 import trio
@@ -11,14 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kapi import errors
-from kapi.cacher.cache import Delegate
+from kapi.cacher.store import Entry
 from kapi.cacher.watcher import Filter
+from kapi.encoding import listitems
 from kapi.object.listopts import ListOptions
 from kapi.metrics import Metrics
 from kapi.registry import listing
 from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
-from kapi.registry.store import Registry
+from kapi.registry.store import Registry, Selection
 from kapi.object.selectors import parse_label_selector
 from kapi.storage.memory import MemoryStorage
 
@@ -35,10 +36,10 @@ ops = st.lists(st.tuples(st.sampled_from(["put", "put", "delete"]), st.integers(
                          st.integers(0, len(LABELS) - 1)), min_size=1, max_size=30)
 
 
-def from_items(items: list[bytes]) -> State:
+def from_items(items: Sequence[Entry]) -> State:
     out: State = {}
-    for raw in items:
-        md = orjson.loads(raw)["metadata"]
+    for entry in items:
+        md = orjson.loads(entry.data)["metadata"]
         out[f"{md['namespace']}/{md['name']}"] = (int(md["resourceVersion"]), md.get("labels") or {})
     return out
 
@@ -76,7 +77,7 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
         relist_rv = -1
         for i, (op, which, label) in enumerate(operations):
             if i == start_after:
-                relist_rv = storage.current_revision()
+                relist_rv = await storage.current_revision()
                 await nursery.start(cacher.run)
             ns, name = NAMES[which]
             key = f"{ns}/{name}"
@@ -90,12 +91,14 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
                 state[key] = (rev, LABELS[label])
             history[rev] = dict(state)
         if relist_rv < 0:
-            relist_rv = storage.current_revision()
+            relist_rv = await storage.current_revision()
             await nursery.start(cacher.run)
         final = await env.synced()
-        everything = Filter(registry.prefix(res, ""))
-        selected = Filter(registry.prefix(res, ""), parse_label_selector(SELECTOR))
-        current = await cacher.list(ListOptions(), everything)
+        prefix = registry.prefix(res, "")
+        everything = Filter(prefix)
+        every_pod = listing.predicate(registry, res, Selection(None, None))
+        selected = listing.predicate(registry, res, Selection(parse_label_selector(SELECTOR), None))
+        current = await cacher.get_list(prefix, ListOptions(), every_pod)
         assert from_items(current.items) == state
 
         for rv, at in history.items():
@@ -103,14 +106,10 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
                 continue  # rv "0" means "any", not a revision
             exact = ListOptions(resource_version=str(rv), resource_version_match="Exact")
             if rv < relist_rv:
-                try:
-                    await cacher.list(exact, everything)
-                except Delegate:
-                    pass
-                else:
+                if (await cacher.get_list(prefix, exact, every_pod)).source != "storage":
                     raise AssertionError(f"rv {rv} predates the relist at {relist_rv}: must delegate")
                 try:
-                    await cacher.watch(ListOptions(watch=True, resource_version=str(rv)), everything,
+                    await cacher.open_watch(ListOptions(watch=True, resource_version=str(rv)), everything,
                                        trio.current_time() + 60)
                 except errors.Gone:
                     pass
@@ -118,8 +117,8 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
                     raise AssertionError(f"watch from {rv} (relist {relist_rv}) must be 410")
                 continue
             # A list at rv is the state at rv; with the window's later events it is the final state.
-            listed = await cacher.list(exact, everything)
-            assert listed.resource_version == rv
+            listed = await cacher.get_list(prefix, exact, every_pod)
+            assert listed.revision == rv
             assert from_items(listed.items) == at
             later = cacher.ring.events_after(rv)
             assert all(ev.revision > rv for ev in later)
@@ -134,15 +133,16 @@ async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> 
             assert replayed == state
             # The same through the registry, against a historical read of storage.
             page = await registry.list(res, "", exact)
-            stored = await listing.list_storage(registry, res, "", exact, registry.selection(res, exact))
+            stored = await storage.get_list(prefix, exact, listing.predicate(registry, res, registry.selection(res, exact)))
             assert page.source != "storage"
-            assert [o["metadata"] for o in page.objects()] == [o["metadata"] for o in stored.objects()]
+            assert [o["metadata"] for o in listitems.objects(page.items)] == \
+                [o["metadata"] for o in listitems.objects(stored.items)]
         for rv, at in history.items():
             if rv < max(1, relist_rv):
                 continue
             # A selected list at rv plus a selected watch from rv gives the selected state now.
             exact = ListOptions(resource_version=str(rv), resource_version_match="Exact")
-            listed_web = await cacher.list(exact, selected)
+            listed_web = await cacher.get_list(prefix, exact, selected)
             assert from_items(listed_web.items) == web(at)
             events = await catch_up_lines(env, rv)
             assert [int(e["object"]["metadata"]["resourceVersion"]) for e in events] == sorted(

@@ -143,7 +143,7 @@ async def test_a_resource_added_while_serving_is_served_then_removed(running: Ru
     listed = await client.list(WIDGETS, "default")
     assert [i["metadata"]["name"] for i in listed["items"]] == ["one"]
     assert listed["kind"] == "WidgetList"
-    assert cacher.get(registry.key(res, "default", "one")) is not None  # the cache holds it
+    assert cacher.entry(registry.key(res, "default", "one")) is not None  # the cache holds it
 
     seen: list[tuple[str, str]] = []
     ended = trio.Event()

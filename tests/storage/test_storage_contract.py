@@ -29,7 +29,7 @@ async def receive(events: trio.MemoryReceiveChannel[Event], n: int) -> list[Even
 async def wait_for_revision(storage: Storage, revision: int) -> None:
     """Yield until ``storage`` has committed ``revision``."""
     with trio.fail_after(10):
-        while storage.current_revision() < revision:
+        while await storage.current_revision() < revision:
             await trio.sleep(0.001)
 
 
@@ -37,9 +37,9 @@ async def wait_for_revision(storage: Storage, revision: int) -> None:
 
 
 async def test_create_then_get(storage: Storage) -> None:
-    assert storage.current_revision() == 0
+    assert await storage.current_revision() == 0
     revision = await storage.create(A, b"\x81\xa1a\x01")
-    assert revision == 1 == storage.current_revision()
+    assert revision == 1 == await storage.current_revision()
     assert await storage.get(A) == KeyValue(A, b"\x81\xa1a\x01", 1, 1)
 
 
@@ -114,7 +114,7 @@ async def test_failed_writes_consume_no_revision(storage: Storage) -> None:
     ):
         with pytest.raises((KeyExists, RevisionConflict, KeyNotFound)):
             await failing
-    assert storage.current_revision() == created
+    assert await storage.current_revision() == created
     assert await storage.create(B, b"two") == created + 1
 
 
@@ -142,7 +142,7 @@ async def test_concurrent_creates_of_one_key_admit_exactly_one(storage: Storage)
             nursery.start_soon(create, i)
     assert sorted(outcomes) == ["created"] + ["exists"] * 31
     assert await storage.count(f"{PODS}other/") == 32
-    assert storage.current_revision() == 33
+    assert await storage.current_revision() == 33
 
 
 async def test_concurrent_compare_and_swap_loses_no_increment(storage: Storage) -> None:
@@ -171,16 +171,16 @@ async def test_current_revision_is_monotonic_and_covers_acknowledged_writes(stor
     async def write(i: int) -> None:
         for j in range(10):
             revision = await storage.create(f"{PODS}{i}/{j}", b"x")
-            assert storage.current_revision() >= revision
+            assert await storage.current_revision() >= revision
             acknowledged.append(revision)
-            seen.append(storage.current_revision())
+            seen.append(await storage.current_revision())
 
     async with trio.open_nursery() as nursery:
         for i in range(16):
             nursery.start_soon(write, i)
     assert sorted(acknowledged) == list(range(1, 161))
     assert seen == sorted(seen)
-    assert storage.current_revision() == 160
+    assert await storage.current_revision() == 160
 
 
 async def test_count(storage: Storage) -> None:
@@ -218,7 +218,7 @@ async def test_list_latest_by_prefix_in_key_order(storage: Storage) -> None:
     keys = await fill(storage)
     result = await storage.list(PODS)
     assert keys_of(result) == keys
-    assert (result.revision, result.more, result.remaining) == (storage.current_revision(), False, 0)
+    assert (result.revision, result.more, result.remaining) == (await storage.current_revision(), False, 0)
     assert keys_of(await storage.list(f"{PODS}ns1/")) == keys[:5]
     assert len((await storage.list("")).items) == 9
     first = (await storage.list(f"{PODS}ns2/")).items[0]
@@ -271,7 +271,7 @@ async def test_list_at_historical_revisions(storage: Storage) -> None:
     assert (keys_of(page), page.more, page.remaining) == ([C], False, 0)
 
     ahead = await storage.list(PODS, revision=b3 + 10)
-    assert ahead.revision == storage.current_revision()
+    assert ahead.revision == await storage.current_revision()
     assert keys_of(ahead) == [A, B, C]
 
 
@@ -311,7 +311,7 @@ async def all_events(storage: Storage, prefix: str, from_revision: int) -> list[
 
 async def test_compaction_keeps_later_history_and_latest_state(storage: Storage) -> None:
     await make_history(storage)
-    last = storage.current_revision()
+    last = await storage.current_revision()
     lists = {r: await storage.list(PODS, revision=r) for r in range(last + 1)}
     history = await all_events(storage, PODS, 0)
     latest = await storage.list("")
@@ -427,8 +427,8 @@ async def test_watch_sees_every_revision_under_concurrent_writers(storage: Stora
         await wait_for_revision(storage, 100)
         # Joins while writes are in flight: replay and live must meet without gap or repeat.
         nursery.start_soon(watch, "mid-replay", 0)
-        nursery.start_soon(watch, "mid-live", storage.current_revision())
-        joined_at = storage.current_revision()
+        joined_at = await storage.current_revision()
+        nursery.start_soon(watch, "mid-live", joined_at)
     assert results["from-start"] == list(range(1, total + 1))
     assert results["mid-replay"] == list(range(1, total + 1))
     assert results["mid-live"] == list(range(joined_at + 1, total + 1))
@@ -484,11 +484,11 @@ async def test_backend_refuses_work_before_run(backend_factory: BackendFactory, 
 async def test_request_progress_marks_delivery(storage) -> None:  # type: ignore[no-untyped-def]
     """A PROGRESS event follows every event committed before the request, at the current revision."""
     await storage.create("/p/a", b"1")
-    async with storage.watch("/p/", storage.current_revision()) as events:
+    async with storage.watch("/p/", await storage.current_revision()) as events:
         await storage.create("/p/b", b"2")
         await storage.create("/other/x", b"3")
         storage.request_progress()
         first = await events.receive()
         assert first.type == "ADDED" and first.key == "/p/b"
         marker = await events.receive()
-        assert marker.type == "PROGRESS" and marker.revision == storage.current_revision()
+        assert marker.type == "PROGRESS" and marker.revision == await storage.current_revision()

@@ -21,7 +21,7 @@ async def apply(storage: Storage, rng: random.Random, steps: int) -> list[object
     outcomes: list[object] = []
     for _ in range(steps):
         key = rng.choice(PREFIXES) + rng.choice("uvwxyz")
-        expected = rng.randint(0, storage.current_revision() + 1)
+        expected = rng.randint(0, await storage.current_revision() + 1)
         op = rng.random()
         try:
             if op < 0.4:
@@ -36,7 +36,7 @@ async def apply(storage: Storage, rng: random.Random, steps: int) -> list[object
             elif op < 0.97:
                 outcomes.append(await storage.delete(key, expected if rng.random() < 0.3 else None))
             else:
-                await storage.compact(storage.current_revision() - rng.randint(0, 20))
+                await storage.compact(await storage.current_revision() - rng.randint(0, 20))
                 outcomes.append(("compacted", storage.compacted_revision()))
         except StorageError as exc:
             outcomes.append((type(exc).__name__, exc.key, exc.revision))
@@ -46,14 +46,14 @@ async def apply(storage: Storage, rng: random.Random, steps: int) -> list[object
 async def replay(storage: Storage, prefix: str, from_revision: int) -> list[Event]:
     """The events under ``prefix`` after ``from_revision``, up to the current revision."""
     out: list[Event] = []
-    if storage.current_revision() <= from_revision:
+    if await storage.current_revision() <= from_revision:
         return out
     async with storage.watch("", from_revision) as events:
         with trio.fail_after(10):
             async for event in events:
                 if event.key.startswith(prefix):
                     out.append(event)
-                if event.revision == storage.current_revision():
+                if event.revision == await storage.current_revision():
                     return out
     return out
 
@@ -64,12 +64,12 @@ async def test_backends_agree(seed: int, tmp_path: Path, nursery: trio.Nursery) 
     await nursery.start(memory.run)
     await nursery.start(sqlite.run)
     assert await apply(memory, random.Random(seed), 400) == await apply(sqlite, random.Random(seed), 400)
-    assert memory.current_revision() == sqlite.current_revision()
+    assert await memory.current_revision() == await sqlite.current_revision()
     assert memory.compacted_revision() == sqlite.compacted_revision()
     floor = memory.compacted_revision()
     for prefix in ("", *PREFIXES):
         assert await memory.count(prefix) == await sqlite.count(prefix)
-        for revision in range(floor + 1, memory.current_revision() + 2):
+        for revision in range(floor + 1, await memory.current_revision() + 2):
             for limit in (None, 2):
                 mine = await memory.list(prefix, revision=revision, limit=limit)
                 theirs = await sqlite.list(prefix, revision=revision, limit=limit)

@@ -40,10 +40,10 @@ async def test_state_and_revisions_survive_a_restart(tmp_path: Path) -> None:
         gone, _ = await storage.delete(f"{PODS}b")
         await storage.compact(a)
         before = await storage.list(PODS, revision=a2)
-        last = storage.current_revision()
+        last = await storage.current_revision()
 
     async with running(SqliteStorage(path)) as storage:
-        assert storage.current_revision() == last == gone
+        assert await storage.current_revision() == last == gone
         assert storage.compacted_revision() == a
         assert (await storage.get(f"{PODS}a")).value == b"a2"
         assert await storage.list(PODS, revision=a2) == before
@@ -89,7 +89,7 @@ async def test_a_failed_write_does_not_fail_its_batch(tmp_path: Path) -> None:
             for i in range(12):
                 nursery.start_soon(create, f"{PODS}taken" if i % 3 == 0 else f"{PODS}{i}")
         assert sorted(outcomes.values()) == ["exists"] + ["ok"] * 8
-        assert storage.current_revision() == 9
+        assert await storage.current_revision() == 9
         assert storage.statistics().writes == 13
 
 
@@ -117,7 +117,7 @@ async def test_a_write_failing_halfway_leaves_no_trace(tmp_path: Path) -> None:
             for i in range(16):
                 nursery.start_soon(create, f"{PODS}{i}-{'bad' if i % 4 == 0 else 'good'}")
         assert sorted(failed) == sorted(f"{PODS}{i}-bad" for i in range(0, 16, 4))
-        assert storage.current_revision() == 12
+        assert await storage.current_revision() == 12
         assert len((await storage.list(PODS, revision=12)).items) == 12
         async with storage.watch(PODS, 0) as events:
             with trio.fail_after(10):
@@ -209,7 +209,7 @@ async def test_kill_9_loses_no_acknowledged_write(tmp_path: Path) -> None:
     assert len(acknowledged) >= 500
 
     async with running(SqliteStorage(path)) as storage:
-        assert storage.current_revision() >= max(acknowledged.values())
+        assert await storage.current_revision() >= max(acknowledged.values())
         for key, revision in acknowledged.items():
             kv = await storage.get(key)
             assert kv.revision == revision

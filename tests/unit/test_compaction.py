@@ -16,8 +16,8 @@ async def test_compacts_to_the_revision_seen_one_interval_earlier(nursery: trio.
     nursery.start_soon(compact_periodically, storage, 300.0)
     await trio.sleep(301)  # first tick: remembers the revision, compacts nothing
     assert storage.compacted_revision() == 0
-    seen = storage.current_revision()
+    seen = await storage.current_revision()
     await storage.create("/registry/configmaps/default/b", b"2")
     await trio.sleep(300)  # second tick: compacts what the first one saw
     assert storage.compacted_revision() == seen
-    assert storage.compacted_revision() < storage.current_revision()
+    assert storage.compacted_revision() < await storage.current_revision()
