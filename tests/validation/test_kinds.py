@@ -11,15 +11,18 @@ from kapi.object import validation
 from kapi.object.defaults import (default_cluster_role_binding, default_cron_job,
     default_custom_resource_definition, default_daemon_set, default_deployment, default_job,
     default_namespace, default_node, default_persistent_volume, default_persistent_volume_claim, default_pod,
-    default_replica_set, default_role_binding, default_secret, default_service, default_stateful_set)
+    default_pod_template, default_replica_set, default_replication_controller, default_role_binding,
+    default_secret, default_service, default_stateful_set)
 from kapi.object.validation import (field_required, unique_causes, validate_cluster_role_binding,
-    validate_config_map, validate_config_map_update, validate_cron_job, validate_custom_resource_definition,
-    validate_daemon_set, validate_daemon_set_update, validate_deployment, validate_deployment_update,
-    validate_event, validate_job, validate_job_update, validate_lease, validate_namespace, validate_node,
-    validate_node_update, validate_persistent_volume, validate_persistent_volume_claim, validate_pod,
-    validate_pod_update, validate_replica_set, validate_role, validate_role_binding,
-    validate_role_binding_update, validate_secret, validate_secret_update, validate_service,
-    validate_service_update, validate_stateful_set, validate_stateful_set_update)
+    validate_config_map, validate_config_map_update, validate_controller_revision, validate_cron_job,
+    validate_custom_resource_definition, validate_daemon_set, validate_daemon_set_update, validate_deployment,
+    validate_deployment_update, validate_event, validate_job, validate_job_update, validate_lease,
+    validate_namespace, validate_node, validate_node_update, validate_persistent_volume,
+    validate_persistent_volume_claim, validate_pod, validate_pod_template, validate_pod_update,
+    validate_replica_set, validate_replication_controller, validate_replication_controller_update,
+    validate_role, validate_role_binding, validate_role_binding_update, validate_secret,
+    validate_secret_update, validate_service, validate_service_update, validate_stateful_set,
+    validate_stateful_set_update)
 from kapi.registry.strategy import Strategy
 
 Obj = dict[str, Any]
@@ -146,6 +149,24 @@ def test_pod_update_containers_and_tolerations() -> None:
     new = copy.deepcopy(old)
     new["spec"]["tolerations"].append({"key": "x", "operator": "Exists"})
     assert validate_pod_update(new, old) == []
+
+
+def test_replication_controller_pod_template_controller_revision() -> None:
+    """issue 11: kinds not served yet keep public validators (no strategy calls them, so the tests do)."""
+    rc = {"metadata": {"name": "rc", "namespace": "d"},
+          "spec": {"selector": {"app": "other"}, "template": _template({"app": "web"})}}
+    assert _pairs(_create(default_replication_controller, validate_replication_controller, rc)) == [
+        ("spec.template.metadata.labels",
+         'Invalid value: map[string]string{"app":"web"}: `selector` does not match template `labels`')]
+    rc["spec"]["selector"] = {"app": "web"}
+    assert validate_replication_controller_update(rc, copy.deepcopy(rc)) == []
+    template = {"metadata": {"name": "t", "namespace": "d"}, "template": _template({"app": "web"}, containers=[])}
+    assert _pairs(_create(default_pod_template, validate_pod_template, template)) == [
+        ("template.spec.containers", "Required value")]
+    revision = {"metadata": {"name": "r", "namespace": "d"}, "revision": -1}
+    assert _pairs(validate_controller_revision(revision)) == [
+        ("data", "Required value: data is mandatory"),
+        ("revision", "Invalid value: -1: must be greater than or equal to 0")]
 
 
 # ------------------------------------------------------------- apps
