@@ -178,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
-    from kapi.server.serve import FatalError, one_line, serve
+    from kapi.server.serve import serve
+    from kapi.server.supervise import FatalError, one_line
 
     log = logging.getLogger("kapi")
     try:

@@ -1,4 +1,9 @@
-"""``serve()``: builds storage, registry, controllers and the HTTPS server in one nursery."""
+"""``serve()``: builds storage, registry, watch caches, controllers and the HTTPS server in one nursery.
+
+The pieces it runs live beside it: ``supervise`` (a background service under a name, restarted or
+fatal), ``caches`` (the watch caches following the resource table), ``bootstrap`` (the objects a
+server keeps: system namespaces, the ``kubernetes`` Service), ``https`` and ``pki``.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +20,11 @@ from typing import Any, Awaitable, Callable
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from kapi import __version__, apis, errors
+from kapi import __version__, apis
 from kapi.api.app import App, Health
 from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
-from kapi.apis.core.namespaces import INITIAL_NAMESPACES
-from kapi.apis.core.services import SERVICE_CIDR
 from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.context import UserInfo
 from kapi.chain.authz import Authorizer
@@ -29,86 +32,19 @@ from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.namespace import NamespaceController
+from kapi.server.bootstrap import bootstrap, publish_endpoint
+from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
 from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig
-from kapi.registry.resources import Resource, ResourceTable
-from kapi.registry.store import Registry, WriteOptions
+from kapi.server.supervise import FatalError, supervise
+from kapi.registry.resources import ResourceTable
+from kapi.registry.store import Registry
 from kapi.object.meta import key_root
 from kapi.object.schema import load_builtin
 from kapi.storage.base import Storage
 
 log = logging.getLogger("kapi")
-
-RESTART_BACKOFF_S = (0.5, 30.0)  # a crashed background service restarts after this, doubling to the cap
-HEALTHY_RUN_S = 60.0  # a service that ran this long before crashing starts again from the shortest backoff
-
-
-class FatalError(errors.KapiError):
-    """The server cannot start or go on; the message is the one line ``kapi serve`` prints before exiting."""
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its message (its type when it has none), groups unwrapped."""
-    if isinstance(exc, BaseExceptionGroup):
-        leaves = [e for e in _leaves(exc) if not isinstance(e, trio.Cancelled)]
-        fatal = [e for e in leaves if isinstance(e, FatalError)]
-        if fatal or leaves:
-            return one_line((fatal or leaves)[0])
-    text = " ".join(str(exc).split())
-    if isinstance(exc, (FatalError, errors.StorageError)):
-        return text or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for e in group.exceptions:
-        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
-    return out
-
-
-async def supervise(name: str, run: Callable[..., Awaitable[Any]], *, restart: bool, reports_started: bool = True,
-                    task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-    """Run one background service under a name; no exception of it ends the server unnoticed.
-
-    A failure before the service is up is fatal (the server cannot start). Later, a service
-    that may ``restart`` (a watch cache relists, as kube's reflector does; a controller starts
-    over from a fresh watch) is logged with its traceback and started again with backoff; one
-    that may not (storage, the HTTPS listener) ends the server with a ``FatalError`` naming it.
-    ``reports_started``: ``run`` takes ``task_status`` (else it counts as up once called).
-    """
-    backoff = RESTART_BACKOFF_S[0]
-    started = False
-    while True:
-        began = trio.current_time()
-        try:
-            async with trio.open_nursery() as nursery:
-                value = None
-                if reports_started:
-                    value = await nursery.start(run)
-                else:
-                    nursery.start_soon(run)
-                if not started:
-                    started = True
-                    task_status.started(value)
-            if not restart:
-                return
-            log.error("%s stopped; starting it again in %.1fs", name, backoff)
-        except Exception as exc:
-            if not started or not restart:
-                fatal = exc.split(FatalError)[0] if isinstance(exc, BaseExceptionGroup) else exc
-                if isinstance(fatal, BaseExceptionGroup):
-                    fatal = _leaves(fatal)[0]
-                if isinstance(fatal, FatalError):
-                    raise fatal from exc  # it says what failed already
-                raise FatalError(f"{name} failed: {one_line(exc)}") from exc
-            log.error("%s crashed; starting it again in %.1fs: %s", name, backoff, one_line(exc), exc_info=exc)
-        if trio.current_time() - began >= HEALTHY_RUN_S:
-            backoff = RESTART_BACKOFF_S[0]
-        await trio.sleep(backoff)
-        backoff = min(backoff * 2, RESTART_BACKOFF_S[1])
-
 
 def prepare_data_dir(data_dir: Path) -> None:
     """Create the data directory 0700, and tighten one left by an earlier run (files 0600, dirs 0700).
@@ -150,48 +86,6 @@ def make_storage(config: Config, data_dir: Path) -> Storage:
                      "use sqlite or memory")
 
 
-async def _bootstrap(registry: Registry, namespaces: NamespaceController) -> None:
-    """The system namespaces kube-apiserver keeps, with their contents."""
-    ns_res = registry.table.get("", "v1", "namespaces")
-    assert ns_res is not None
-    for name in INITIAL_NAMESPACES:
-        try:
-            await registry.ensure_exists(ns_res, "", {"apiVersion": "v1", "kind": "Namespace",
-                                                     "metadata": {"name": name}})
-        except errors.StatusError as err:  # nothing stored may stop the start (issue 10)
-            log.error("cannot ensure namespace %s: %s", name, err.message)
-        await namespaces.ensure_namespace_contents(name)
-
-
-async def _publish_endpoint(registry: Registry, host: str, port: int) -> None:
-    """The ``kubernetes`` Service and its Endpoints pointing at this server (logged, not fatal, if it cannot be)."""
-    try:
-        await _publish_endpoint_objects(registry, host, port)
-    except errors.StatusError as err:  # a corrupt stored Service or Endpoints: serve anyway, as kube's reconciler
-        log.error("cannot publish the kubernetes Service and Endpoints: %s", err.message)
-
-
-async def _publish_endpoint_objects(registry: Registry, host: str, port: int) -> None:
-    svc_res, ep_res = registry.table.get("", "v1", "services"), registry.table.get("", "v1", "endpoints")
-    assert svc_res is not None and ep_res is not None
-    labels = {"component": "apiserver", "provider": "kubernetes"}
-    await registry.ensure_exists(svc_res, "default", {
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "labels": labels},
-        "spec": {"clusterIP": str(SERVICE_CIDR.network_address + 1), "type": "ClusterIP",
-                 "sessionAffinity": "None",
-                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}})
-    endpoints = {"apiVersion": "v1", "kind": "Endpoints",
-                 "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-                 "subsets": [{"addresses": [{"ip": host}],
-                              "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
-    await registry.ensure_exists(ep_res, "default", endpoints)
-    # The port may differ from the last run (--secure-port 0): keep the Endpoints true.
-    current = await registry.get(ep_res, "default", "kubernetes")
-    if current.get("subsets") != endpoints["subsets"]:
-        current["subsets"] = endpoints["subsets"]
-        await registry.update(ep_res, "default", "kubernetes", current, WriteOptions())
-
-
 async def compact_periodically(storage: Storage, interval_s: float) -> None:
     """kube-apiserver's compactor: every interval, forget history up to the revision seen one round earlier.
 
@@ -206,91 +100,6 @@ async def compact_periodically(storage: Storage, interval_s: float) -> None:
         if seen:
             await storage.compact(seen)
         seen = await storage.current_revision()
-
-
-def cache_settings(config: Config, res: Resource) -> tuple[int, tuple[str, ...]] | None:
-    """The watch cache size and indexed fields the flags give ``res``, or None when it has no cache."""
-    if not res.cacheable or res.storage_of[1]:
-        return None
-    names = (res.resource, res.qualified)
-    size = next((config.watch_cache_sizes[n] for n in names if n in config.watch_cache_sizes),
-                config.default_watch_cache_size)
-    if size <= 0:
-        return None  # kube-apiserver: a size of 0 disables the cache of that resource
-    indexes = next((config.watch_cache_indexes[n] for n in names if n in config.watch_cache_indexes), ())
-    return size, tuple(indexes)
-
-
-class WatchCaches:
-    """One watch cache per cacheable resource of the table, each a supervised task of the server's nursery.
-
-    ``follow`` starts the caches of the resources served at start-up, then follows the table: a
-    resource added while serving gets its cache (the registry uses it once its first list is
-    loaded, storage answers until then, as kube-apiserver delegates to etcd), and a removed
-    one's cache is stopped, which ends its watches.
-    """
-
-    def __init__(self, config: Config, registry: Registry) -> None:
-        self._config = config
-        self._registry = registry
-        self._running: dict[tuple[str, str], tuple[Resource, trio.CancelScope]] = {}
-        self._changed = trio.Event()
-
-    async def follow(self, nursery: trio.Nursery, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                     ) -> None:
-        """Run the table's caches in ``nursery``; ``started()`` once those of start-up are ready."""
-        unsubscribe = self._registry.table.subscribe(lambda _change, _res: self._changed.set())
-        try:
-            await self._reconcile(nursery)
-            task_status.started()
-            while True:
-                await self._changed.wait()
-                self._changed = trio.Event()  # changes made while reconciling wake the next round
-                await self._reconcile(nursery)
-        finally:
-            unsubscribe()
-
-    def _wanted(self) -> dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]]:
-        wanted = {}
-        for res in self._registry.table.resources:
-            settings = cache_settings(self._config, res)
-            if settings is not None:
-                wanted.setdefault((res.group, res.resource), (res, *settings))  # one cache per storage prefix
-        return wanted
-
-    async def _reconcile(self, nursery: trio.Nursery) -> None:
-        wanted = self._wanted()
-        for key, (res, scope) in list(self._running.items()):
-            if key not in wanted or wanted[key][0] is not res:
-                self._stop(key)
-        for key, (res, size, indexes) in wanted.items():
-            if key not in self._running:
-                await nursery.start(partial(self._run, res, size, indexes))
-
-    def _stop(self, key: tuple[str, str]) -> None:
-        _, scope = self._running.pop(key)
-        self._registry.cachers.pop(key, None)  # LIST and WATCH stop using it now
-        scope.cancel()  # its run ends, and with it every watcher it serves
-
-    async def _run(self, res: Resource, size: int, indexes: tuple[str, ...], *,
-                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        key = (res.group, res.resource)
-        cacher = self._registry.make_cacher(res, capacity=size, indexed_fields=indexes)
-        # Not used before its first list is loaded: storage answers meanwhile (no 429 from a cold cache).
-        self._registry.cachers.pop(key, None)
-        with trio.CancelScope() as scope:
-            self._running[key] = (res, scope)
-            try:
-                async with trio.open_nursery() as nursery:
-                    await nursery.start(partial(supervise, f"watch cache of {cacher.resource}", cacher.run,
-                                                restart=True))
-                    self._registry.cachers[key] = cacher
-                    task_status.started()
-            finally:
-                if self._registry.cachers.get(key) is cacher:
-                    del self._registry.cachers[key]
-                if self._running.get(key, (None, None))[1] is scope:
-                    del self._running[key]
 
 
 def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
@@ -383,7 +192,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             gc.freeze()
             release_free_memory()
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
-        await _bootstrap(registry, namespaces)
+        await bootstrap(registry, namespaces)
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
         await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry),
@@ -395,7 +204,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
-            await _publish_endpoint(registry, host.strip("[]"), int(port))
+            await publish_endpoint(registry, host.strip("[]"), int(port))
             kubeconfig = data_dir / "admin.kubeconfig"
             write_kubeconfig(kubeconfig, url, pki)
             health.ready = True

@@ -16,7 +16,8 @@ from kapi.controllers.namespace import NamespaceController
 from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.server.serve import _bootstrap, build_app
+from kapi.server.bootstrap import bootstrap
+from kapi.server.serve import build_app
 from kapi.storage.memory import MemoryStorage
 
 TOKEN = "test-admin-token"
@@ -86,7 +87,7 @@ async def api(nursery: trio.Nursery) -> AsyncIterator[Api]:
     registry = Registry(storage, ResourceTable(BUILTIN))
     app = build_app(Config(storage_backend="memory"), registry, TOKEN, Health(ready=True))
     namespaces = NamespaceController(registry)
-    await _bootstrap(registry, namespaces)
+    await bootstrap(registry, namespaces)
     await nursery.start(namespaces.run)
     await nursery.start(GarbageCollector(registry).run)
     yield Api(app, registry)

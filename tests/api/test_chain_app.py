@@ -16,7 +16,8 @@ from kapi.controllers.namespace import NamespaceController
 from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.server.serve import _bootstrap, build_app
+from kapi.server.bootstrap import bootstrap
+from kapi.server.serve import build_app
 from kapi.storage.memory import MemoryStorage
 
 from .conftest import TOKEN, Api
@@ -117,7 +118,7 @@ async def test_a_forbidden_client_gets_403_without_its_body_read(nursery: trio.N
     tokens.write_text(f'{USER},alice,uid-1,"developers"\n')
     app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysDeny",), token_auth_file=str(tokens)),
                     registry, TOKEN, Health(ready=True))
-    await _bootstrap(registry, NamespaceController(registry))
+    await bootstrap(registry, NamespaceController(registry))
     call = Exchange("POST", CM, USER, _configmap("denied"))
     assert await call.run(app) == 403
     assert call.events == ["responded", "body received"]

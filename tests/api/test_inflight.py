@@ -13,7 +13,8 @@ from kapi.config import Config
 from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.server.serve import _bootstrap, build_app
+from kapi.server.bootstrap import bootstrap
+from kapi.server.serve import build_app
 from kapi.controllers.namespace import NamespaceController
 from kapi.storage.memory import MemoryStorage
 
@@ -29,7 +30,7 @@ async def make_app(nursery: trio.Nursery, tmp_path: Path, reads: int, writes: in
     config = Config(storage_backend="memory", max_requests_inflight=reads, max_mutating_requests_inflight=writes,
                     token_auth_file=str(tokens))
     app = build_app(config, registry, ADMIN, Health(ready=True))
-    await _bootstrap(registry, NamespaceController(registry))
+    await bootstrap(registry, NamespaceController(registry))
     return app
 
 

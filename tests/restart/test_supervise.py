@@ -8,7 +8,7 @@ from functools import partial
 import pytest
 import trio
 
-from kapi.server.serve import FatalError, one_line, supervise
+from kapi.server.supervise import FatalError, one_line, supervise
 
 
 async def test_a_crash_after_start_is_logged_by_name_and_restarted(autojump_clock: trio.abc.Clock,

@@ -1,0 +1,57 @@
+"""What every server keeps in storage: the system namespaces and the ``kubernetes`` Service and Endpoints."""
+
+from __future__ import annotations
+
+import logging
+
+from kapi import errors
+from kapi.apis.core.namespaces import INITIAL_NAMESPACES
+from kapi.apis.core.services import SERVICE_CIDR
+from kapi.controllers.namespace import NamespaceController
+from kapi.registry.store import Registry, WriteOptions
+
+__all__ = ["bootstrap", "publish_endpoint"]
+
+log = logging.getLogger("kapi")
+
+
+async def bootstrap(registry: Registry, namespaces: NamespaceController) -> None:
+    """The system namespaces kube-apiserver keeps, with their contents."""
+    ns_res = registry.table.get("", "v1", "namespaces")
+    assert ns_res is not None
+    for name in INITIAL_NAMESPACES:
+        try:
+            await registry.ensure_exists(ns_res, "", {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": name}})
+        except errors.StatusError as err:  # nothing stored may stop the start (issue 10)
+            log.error("cannot ensure namespace %s: %s", name, err.message)
+        await namespaces.ensure_namespace_contents(name)
+
+
+async def publish_endpoint(registry: Registry, host: str, port: int) -> None:
+    """The ``kubernetes`` Service and its Endpoints pointing at this server (logged, not fatal, if it cannot be)."""
+    try:
+        await _publish_endpoint_objects(registry, host, port)
+    except errors.StatusError as err:  # a corrupt stored Service or Endpoints: serve anyway, as kube's reconciler
+        log.error("cannot publish the kubernetes Service and Endpoints: %s", err.message)
+
+
+async def _publish_endpoint_objects(registry: Registry, host: str, port: int) -> None:
+    svc_res, ep_res = registry.table.get("", "v1", "services"), registry.table.get("", "v1", "endpoints")
+    assert svc_res is not None and ep_res is not None
+    labels = {"component": "apiserver", "provider": "kubernetes"}
+    await registry.ensure_exists(svc_res, "default", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "kubernetes", "labels": labels},
+        "spec": {"clusterIP": str(SERVICE_CIDR.network_address + 1), "type": "ClusterIP",
+                 "sessionAffinity": "None",
+                 "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]}})
+    endpoints = {"apiVersion": "v1", "kind": "Endpoints",
+                 "metadata": {"name": "kubernetes", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+                 "subsets": [{"addresses": [{"ip": host}],
+                              "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}]}
+    await registry.ensure_exists(ep_res, "default", endpoints)
+    # The port may differ from the last run (--secure-port 0): keep the Endpoints true.
+    current = await registry.get(ep_res, "default", "kubernetes")
+    if current.get("subsets") != endpoints["subsets"]:
+        current["subsets"] = endpoints["subsets"]
+        await registry.update(ep_res, "default", "kubernetes", current, WriteOptions())
