@@ -5,15 +5,14 @@ and background deletion of dependents whose owners are gone (kube-controller-man
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
+from functools import partial
 from typing import Any
 
 import trio
 
 from kapi import errors
-from kapi.controllers.base import name_of
-from kapi.object.listopts import ListOptions
 from kapi.registry.deletion import DeleteOptions
+from kapi.registry.informer import Informer, Item
 from kapi.registry.resources import Resource
 from kapi.registry.store import Registry, WriteOptions
 
@@ -23,24 +22,13 @@ Obj = dict[str, Any]
 DependentKey = tuple[str, str, str, str]  # (group, resource, namespace, name)
 
 
-def _may_need_collecting(stored: bytes) -> bool:
-    """Whether an object already stored at start-up matters to the collector, from its bytes.
-
-    Only dependents (with owner references) and objects being deleted are recorded from
-    the initial state; an owner is looked up when it goes. Objects that are neither (most
-    ConfigMaps, Secrets, Services, namespaces...) are not decoded at all. The keys are
-    strings in the stored msgpack, so a match on them finds every such object and at
-    worst decodes one more (a value that names them).
-    """
-    return b"ownerReferences" in stored or b"deletionTimestamp" in stored
-
-
 class GarbageCollector:
     """Owner references: the ``orphan`` and ``foregroundDeletion`` finalizers, and background deletion.
 
-    An index from owner uid to dependents is kept up to date from a watch of every
-    resource that decodes metadata alone (as kube's collector uses metadata-only
-    informers). When an owner goes, dependents left without a live owner are deleted;
+    An index from owner uid to dependents is kept up to date from an informer of every
+    resource, reading metadata alone (as kube's collector uses metadata-only informers); an
+    object that appears is decoded only if it may have owner references or be being deleted.
+    When an owner goes, dependents left without a live owner are deleted;
     an owner with ``orphan`` has the references to it removed from its dependents;
     an owner with ``foregroundDeletion`` waits until its dependents are gone.
     """
@@ -50,51 +38,68 @@ class GarbageCollector:
         self.dependents: dict[str, set[DependentKey]] = {}
         self.owners: dict[DependentKey, tuple[dict[str, Any], ...]] = {}
         self._by_key: dict[tuple[str, str], Resource] = {}
+        self._informers: dict[tuple[str, str], Informer] = {}
         self._changed = trio.Event()
         self._work: set[tuple[str, DependentKey]] = set()
         self._waiting_foreground: set[DependentKey] = set()  # owners waiting for their dependents
 
-    def _resources(self) -> list[Resource]:
-        out = []
+    def _resources(self) -> dict[tuple[str, str], Resource]:
+        out = {}
         for res in self.registry.resources():
             if res.storage_of[1] or res.virtual:
                 continue  # a view of another resource's objects, or nothing stored
-            self._by_key[(res.group, res.resource)] = res
-            out.append(res)
+            out[(res.group, res.resource)] = res
         return out
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            for res in self._resources():
-                await nursery.start(self._watch, res)
-            nursery.start_soon(self._worker)
-            task_status.started()
+        """Follow every resource of the table, as it changes; ``started()`` once the owner index is built."""
+        table_changed = trio.Event()
 
-    async def _watch(self, res: Resource, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        started = False
-        while True:
-            try:
-                async with aclosing(self.registry.watch(res, "", ListOptions(), initial_filter=_may_need_collecting,
-                                                        metadata_only=True)) as events:
-                    if not started:
-                        started = True
-                        task_status.started()
-                    async for kind, obj in events:
-                        if kind == "ERROR":
-                            break
-                        try:
-                            self._observe(res, kind, obj)
-                        except Exception:
-                            # The registry only hands out checked metadata; should anything still
-                            # slip through, one object must not stop the collector.
-                            log.exception("garbage collector: %s %s %s left out", res.qualified, kind,
-                                          name_of(obj))
-            except errors.KapiError:
-                log.exception("garbage collector: watch of %s failed; restarting", res.qualified)
-            if not started:
-                started = True
+        def on_change(_change: str, _res: Resource) -> None:
+            table_changed.set()
+
+        unsubscribe = self.registry.table.subscribe(on_change)
+        try:
+            async with trio.open_nursery() as nursery:
+                await self._follow_table(nursery)
+                for informer in list(self._informers.values()):
+                    await informer.wait_for_sync()
+                nursery.start_soon(self._worker)
                 task_status.started()
-            await trio.sleep(0.5)
+                while True:
+                    await table_changed.wait()
+                    table_changed = trio.Event()
+                    await self._follow_table(nursery)
+        finally:
+            unsubscribe()
+
+    async def _follow_table(self, nursery: trio.Nursery) -> None:
+        """An informer per stored resource of the table: started for one added, stopped for one removed."""
+        wanted = self._resources()
+        for key, informer in list(self._informers.items()):
+            if wanted.get(key) is not informer.res:
+                informer.stop()
+                del self._informers[key]
+        self._by_key = dict(wanted)
+        for key, res in wanted.items():
+            if key not in self._informers:
+                informer = Informer(self.registry, res)
+                informer.add_handler(partial(self._added, res), partial(self._updated, res),
+                                     partial(self._deleted, res))
+                await nursery.start(informer.run)
+                self._informers[key] = informer
+
+    def _added(self, res: Resource, item: Item) -> None:
+        # Only dependents (with owner references) and objects being deleted matter when they
+        # appear; an owner is looked up when it goes. The others need not be decoded at all.
+        if item.may_have("ownerReferences", "deletionTimestamp"):
+            self._observe(res, "ADDED", {"metadata": item.metadata()})
+
+    def _updated(self, res: Resource, old: Item, new: Item) -> None:
+        self._observe(res, "MODIFIED", {"metadata": new.metadata()})
+
+    def _deleted(self, res: Resource, item: Item) -> None:
+        self._observe(res, "DELETED", {"metadata": item.metadata()})
 
     def _observe(self, res: Resource, kind: str, obj: Obj) -> None:
         md = obj.get("metadata", {})

@@ -2,21 +2,21 @@
 ``kube-root-ca.crt`` ConfigMap, and a deleted namespace is emptied before it goes.
 
 It runs in-process on the registry, the way kube-controller-manager's namespace and
-serviceaccount controllers run against the API.
+serviceaccount controllers run against the API: an informer of namespaces feeds a work queue.
 """
 
 from __future__ import annotations
 
 import logging
-from contextlib import aclosing
 from typing import Any
 
 import trio
 
 from kapi import errors
-from kapi.controllers.base import name_of
+from kapi.controllers.base import WorkQueue, name_of
 from kapi.object.listopts import ListOptions
 from kapi.registry.deletion import DeleteOptions
+from kapi.registry.informer import Informer, Item
 from kapi.registry.resources import Resource
 from kapi.registry.store import Registry, WriteOptions
 
@@ -41,33 +41,33 @@ class NamespaceController:
         self.configmaps: Resource = cm
         self._finalizing: set[str] = set()
         self._unreadable: set[tuple[str, str]] = set()  # (namespace, prefix) reported holding corrupt objects
+        self._pending = WorkQueue()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Sync each namespace the informer tells of, one at a time; ``started()`` once it has synced."""
+        informer = Informer(self.registry, self.namespaces)
+        informer.add_handler(on_add=self._queue, on_update=lambda old, new: self._queue(new))
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            started = False
-            while True:
-                try:
-                    async with aclosing(self.registry.watch(self.namespaces, "", ListOptions())) as events:
-                        async for kind, ns in events:
-                            if kind == "ERROR":
-                                break
-                            if kind in ("ADDED", "MODIFIED"):
-                                try:
-                                    await self._sync(ns)
-                                except Exception:
-                                    # One namespace that cannot be synced must not stop the others.
-                                    log.exception("namespace controller: sync of %s failed",
-                                                  name_of(ns))
-                            if not started:
-                                started = True
-                                task_status.started()
-                except errors.KapiError:
-                    log.exception("namespace controller: watch failed; restarting")
-                if not started:
-                    started = True
-                    task_status.started()
-                await trio.sleep(0.5)
+            await nursery.start(informer.run)
+            nursery.start_soon(self._work, informer)
+            await informer.wait_for_sync()
+            task_status.started()
+
+    def _queue(self, item: Item) -> None:
+        self._pending.add(item.name)
+
+    async def _work(self, informer: Informer) -> None:
+        while True:
+            name = await self._pending.get()
+            ns = informer.get("", name)  # its state now; None: gone meanwhile (or unreadable)
+            if ns is None:
+                continue
+            try:
+                await self._sync(ns)
+            except Exception:
+                # One namespace that cannot be synced must not stop the others.
+                log.exception("namespace controller: sync of %s failed", name_of(ns))
 
     async def _sync(self, ns: Obj) -> None:
         md = ns["metadata"]

@@ -121,3 +121,34 @@ async def test_dependents_stored_before_start_up_are_collected_and_nothing_else_
             await trio.sleep(0.01)
         else:
             raise AssertionError(f"early-dep{i} still exists")
+
+
+async def test_a_resource_added_to_the_table_is_collected_too(nursery: trio.Nursery) -> None:
+    """Issue 11: the collector follows the resource table; it watches a resource added while it runs."""
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable([r for r in BUILTIN if r.resource != "configmaps"]))
+    nss, secrets = registry.table.get("", "v1", "namespaces"), registry.table.get("", "v1", "secrets")
+    cms = next(r for r in BUILTIN if r.resource == "configmaps")
+    assert nss is not None and secrets is not None
+    await registry.create(nss, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
+                          WriteOptions())
+    gc = GarbageCollector(registry)
+    await nursery.start(gc.run)
+    registry.table.add(cms)
+    owner = await registry.create(secrets, "default", {"apiVersion": "v1", "kind": "Secret",
+                                                       "metadata": {"name": "owner"}}, WriteOptions())
+    dep = owned_cm("dep", owner)
+    dep["metadata"]["ownerReferences"][0].update(kind="Secret")
+    await registry.create(cms, "default", dep, WriteOptions())
+    with trio.fail_after(10):
+        while ("", "configmaps", "default", "dep") not in gc.owners:
+            await trio.sleep(0.01)
+    await registry.delete(secrets, "default", "owner", DeleteOptions())
+    with trio.fail_after(10):
+        while True:
+            try:
+                await registry.get(cms, "default", "dep")
+            except errors.NotFound:
+                break
+            await trio.sleep(0.01)
