@@ -78,9 +78,10 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
             if opts.dry_run:
                 return DeleteResult(obj, True)
             try:
-                _, prev = await reg.storage.delete(key, kv.revision)
+                rev, _ = await reg.storage.delete(key, kv.revision)
             except (errors.RevisionConflict, errors.KeyNotFound):
                 continue
+            reg.wrote(res, rev)
             return DeleteResult(obj, True)
         if opts.dry_run or new == obj:
             return DeleteResult(new, False)
@@ -88,6 +89,7 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
             rev = await reg.storage.update(key, reg.encode(res, new), kv.revision)
         except (errors.RevisionConflict, errors.KeyNotFound):
             continue
+        reg.wrote(res, rev)
         new["metadata"]["resourceVersion"] = str(rev)
         return DeleteResult(new, False)
     raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Iterable
 
+import orjson
 import trio
 
 from kapi import errors
@@ -64,6 +65,7 @@ class Registry:
     root: str = "/registry"
     metrics: Metrics = field(default_factory=Metrics)
     cachers: dict[tuple[str, str], Cacher] = field(default_factory=dict)
+    _written: dict[tuple[str, str], int] = field(default_factory=dict)  # see wrote()
     _allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)  # see _allocation
     _reported: set[tuple[str, int]] = field(default_factory=set)  # corrupt (key, revision) pairs logged
 
@@ -156,6 +158,27 @@ class Registry:
             stored = {**stored, "metadata": md}
         return codec.encode_value(stored)
 
+    def wrote(self, res: Resource, revision: int) -> None:
+        """Note a write of ``res`` stored at ``revision``: a watch cache past it holds every write made here."""
+        stored = self._storage_res(res)
+        key = (stored.group, stored.resource)
+        if revision > self._written.get(key, 0):
+            self._written[key] = revision
+
+    def cached(self, res: Resource, namespace: str, name: str) -> Obj | None:
+        """The object from the watch cache of ``res`` if that has seen every write made here, else None.
+
+        None also when the cache does not hold it: only storage can tell absent from unreadable.
+        """
+        cacher = self.cachers.get((res.group, res.resource))
+        if cacher is None or not cacher.ready or cacher.rv < self._written.get((res.group, res.resource), 0):
+            return None
+        entry = cacher.entry(self.key(res, namespace, name))
+        if entry is None:
+            return None
+        obj: Obj = orjson.loads(entry.data)
+        return obj
+
     async def count(self, res: Resource, namespace: str) -> int:
         """How many objects storage holds for ``res`` in ``namespace`` (readable or not), without reading them."""
         return await self.storage.count(self.prefix(res, namespace))
@@ -239,6 +262,7 @@ class Registry:
             rev = await self.storage.create(self.key(res, namespace, md["name"]), self.encode(res, obj))
         except errors.KeyExists:
             raise errors.already_exists(res.resource, res.group, md["name"]) from None
+        self.wrote(res, rev)
         md["resourceVersion"] = str(rev)
         return obj
 
@@ -302,10 +326,14 @@ class Registry:
     async def _check_namespace_open(self, namespace: str) -> None:
         ns_res = self.table.get("", "v1", "namespaces")
         assert ns_res is not None
-        try:
-            ns = await self.get(ns_res, "", namespace)
-        except errors.NotFound:
-            raise errors.not_found("namespaces", "", namespace) from None
+        # From the namespaces' watch cache when it has seen this registry's namespace writes (kube's
+        # NamespaceLifecycle reads an informer); else, or when it does not hold it, from storage.
+        ns = self.cached(ns_res, "", namespace)
+        if ns is None:
+            try:
+                ns = await self.get(ns_res, "", namespace)
+            except errors.NotFound:
+                raise errors.not_found("namespaces", "", namespace) from None
         if ns.get("metadata", {}).get("deletionTimestamp") or ns.get("status", {}).get("phase") == "Terminating":
             raise errors.Forbidden(
                 f"unable to create new content in namespace {namespace} because it is being terminated",
@@ -381,7 +409,8 @@ class Registry:
                 if opts.dry_run:
                     return new
                 try:
-                    await self.storage.delete(key, kv.revision)
+                    rev, _ = await self.storage.delete(key, kv.revision)
+                    self.wrote(res, rev)
                 except (errors.RevisionConflict, errors.KeyNotFound):
                     kv = None
                     continue
@@ -398,6 +427,7 @@ class Registry:
                 continue
             except errors.KeyNotFound:
                 raise self.not_found(res, name) from None
+            self.wrote(res, rev)
             new["metadata"]["resourceVersion"] = str(rev)
             return new
         raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
