@@ -8,7 +8,7 @@ hands out is encoded once per (type, previous state, format) and shared by every
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Iterable, Protocol
 
 import orjson
 
@@ -83,6 +83,19 @@ class WatchLines:
             line = self.item_event(kind, item, proto)
             change.memo[memo_key] = line
         return line
+
+    def queued(self, items: Iterable[object], proto: bool = False) -> bytes:
+        """The bytes of what a watcher was handed, in one piece: (change, type, previous state)
+        triples and bookmarks (anything else with ``revision`` and ``initial_events_end``)."""
+        out = []
+        for item in items:
+            if type(item) is tuple:
+                change, kind, use_prev = item
+                line = change.memo.get((kind, use_prev, proto))  # made once, by the first watcher to send it
+                out.append(line if line is not None else self.event(change, kind, use_prev, proto))
+            else:
+                out.append(self.bookmark(item.revision, item.initial_events_end, proto))  # type: ignore[attr-defined]
+        return b"".join(out)
 
     def bookmark(self, rv: int, initial_events_end: bool = False, proto: bool = False) -> bytes:
         """A BOOKMARK event at ``rv`` (with the initial-events-end annotation if asked)."""

@@ -14,7 +14,7 @@ import trio
 
 from kapi import errors
 from kapi.cacher.cache import Cacher, WatchStart
-from kapi.cacher.watcher import Bookmark, Filter, WatchItem
+from kapi.cacher.watcher import Filter, WatchItem
 from kapi.encoding import codec
 from kapi.encoding.watchlines import WatchLines, error_event, object_event
 from kapi.object import meta
@@ -158,13 +158,6 @@ class _CachedWatchLines:
             self._cacher.unregister(self._watcher)
 
 
-def _encoded(enc: WatchLines, item: WatchItem, proto: bool) -> bytes:
-    if isinstance(item, Bookmark):
-        return enc.bookmark(item.revision, item.initial_events_end, proto)
-    ev, kind, use_prev = item
-    return enc.event(ev, kind, use_prev, proto)
-
-
 async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines,
                               proto: bool) -> AsyncIterator[bytes]:
     """Initial events, the window catch-up, the end bookmark, then live events; queued ones go in one write."""
@@ -179,19 +172,18 @@ async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines
             if size >= WATCH_BATCH_BYTES:
                 yield b"".join(batch)
                 batch, size = [], 0
-        for item in start.catch_up:
-            batch.append(_encoded(enc, item, proto))
+        batch.append(enc.queued(start.catch_up, proto))
         if start.end_bookmark is not None:
-            batch.append(_encoded(enc, start.end_bookmark, proto))
-        if batch:
+            batch.append(enc.queued((start.end_bookmark,), proto))
+        if any(batch):
             yield b"".join(batch)
         async for item in w.receive:
-            lines = [_encoded(enc, item, proto)]
+            items: list[WatchItem] = [item]
             while True:
                 try:
-                    lines.append(_encoded(enc, w.receive.receive_nowait(), proto))
+                    items.append(w.receive.receive_nowait())
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-            yield b"".join(lines)
+            yield enc.queued(items, proto)
     finally:
         cacher.unregister(w)
