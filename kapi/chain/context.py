@@ -61,6 +61,69 @@ def parse_query(raw: bytes | str) -> dict[str, str]:
     return out
 
 
+_DURATION_UNITS_NS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
+                      "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
+_MAX_NS = 1 << 63
+
+
+def _go_quote(text: str) -> str:
+    """Go's time.quote: in double quotes, bytes outside printable ASCII as \\xNN."""
+    out = []
+    for c in text:
+        if c < " " or c >= "\x80":
+            out.extend(f"\\x{b:02x}" for b in c.encode("utf-8", "replace"))
+        else:
+            out.append("\\" + c if c in '"\\' else c)
+    return '"' + "".join(out) + '"'
+
+
+def parse_go_duration(text: str) -> int:
+    """Nanoseconds, as Go's time.ParseDuration reads ``text`` ("300ms", "-1.5h", "2h45m"); ValueError with its message."""
+    invalid = ValueError("time: invalid duration " + _go_quote(text))
+    rest, negative = text, False
+    if rest[:1] in ("-", "+"):
+        negative, rest = rest[0] == "-", rest[1:]
+    if rest == "0":
+        return 0
+    if not rest:
+        raise invalid
+    total = 0
+    while rest:
+        i = 0
+        while i < len(rest) and rest[i].isascii() and rest[i].isdigit():
+            i += 1
+        whole, rest = rest[:i], rest[i:]
+        fraction = ""
+        if rest[:1] == ".":
+            j = 1
+            while j < len(rest) and rest[j].isascii() and rest[j].isdigit():
+                j += 1
+            fraction, rest = rest[1:j], rest[j:]
+        if not whole and not fraction or whole and int(whole) > _MAX_NS:
+            raise invalid
+        k = 0
+        while k < len(rest) and rest[k] != "." and not (rest[k].isascii() and rest[k].isdigit()):
+            k += 1
+        if k == 0:
+            raise ValueError("time: missing unit in duration " + _go_quote(text))
+        unit_name, rest = rest[:k], rest[k:]
+        unit = _DURATION_UNITS_NS.get(unit_name)
+        if unit is None:
+            raise ValueError(f"time: unknown unit {_go_quote(unit_name)} in duration {_go_quote(text)}")
+        value = int(whole or "0")
+        if value > _MAX_NS // unit:
+            raise invalid
+        value *= unit
+        if fraction.strip("0"):
+            value += int(float("0." + fraction) * unit)
+        total += value
+        if total > _MAX_NS:
+            raise invalid
+    if not negative and total > _MAX_NS - 1:
+        raise invalid
+    return -total if negative else total
+
+
 def new_request_info(method: str, path: str, query: dict[str, str]) -> RequestInfo:
     """Parse ``path`` the way kube-apiserver's RequestInfoFactory does."""
     parts = tuple(unquote(p) for p in path.strip("/").split("/")) if path.strip("/") else ()

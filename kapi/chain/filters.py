@@ -17,7 +17,7 @@ import trio
 from kapi import errors
 from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
-from kapi.chain.context import RequestContext, new_request_info
+from kapi.chain.context import RequestContext, new_request_info, parse_go_duration
 from kapi.metrics import Metrics
 
 log = logging.getLogger("kapi.chain")
@@ -66,16 +66,25 @@ async def request_info(chain: Chain, ctx: RequestContext, inner: Handler) -> Any
 
 
 async def deadline(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """kube's WithRequestDeadline and timeout filter: a non-long-running request gets --request-timeout,
-    and one not answered by then is a 504 Timeout. Watches keep their own timeout (timeoutSeconds, or
-    a random time from --min-request-timeout), which the response stream keeps.
+    """kube's WithRequestDeadline and timeout filter: a non-long-running request gets --request-timeout
+    (or the client's shorter ``?timeout=``), and one not answered by then is a 504 Timeout. Watches keep
+    their own timeout (timeoutSeconds, or a random time from --min-request-timeout), which the response
+    stream keeps.
 
     The deadline covers reading the body (a body sent a byte at a time ends here too) and the handler
     making its answer; a LIST body streamed after it is not cut off (its length is already promised).
     """
     if ctx.info.long_running:
         return await inner(ctx)
-    ctx.deadline = trio.current_time() + chain.request_timeout_s
+    timeout_s = chain.request_timeout_s
+    if ctx.query.get("timeout"):
+        try:
+            asked_ns = parse_go_duration(ctx.query["timeout"])
+        except ValueError as exc:
+            raise errors.BadRequest(f"invalid timeout specified in the request URL - {exc}") from None
+        if 0 < asked_ns < timeout_s * 1e9:  # 0 or more than the server's: the server's
+            timeout_s = asked_ns / 1e9
+    ctx.deadline = trio.current_time() + timeout_s
     with trio.move_on_at(ctx.deadline):
         return await inner(ctx)
     raise errors.ServerTimeout(TIMEOUT_MESSAGE)

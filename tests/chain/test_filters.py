@@ -11,7 +11,7 @@ from kapi import errors
 from kapi.chain import filters
 from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
-from kapi.chain.context import RequestContext, UserInfo
+from kapi.chain.context import RequestContext, UserInfo, parse_go_duration
 
 ADMIN = UserInfo("admin", "1", ("system:masters", "system:authenticated"))
 ALICE = UserInfo("alice", "2", ("developers", "system:authenticated"))
@@ -171,3 +171,52 @@ async def test_a_watch_gets_no_request_deadline(autojump_clock: trio.testing.Moc
         assert run.seen[-1].info.verb == "watch" and run.seen[-1].deadline is None
     assert run.chain.inflight == {False: 0, True: 0}  # not counted in flight either
     assert not run.seen[-1].on_done
+
+
+async def test_a_shorter_timeout_asked_in_the_url_is_honoured(autojump_clock: trio.testing.MockClock) -> None:
+    """Issue 11: kube's WithRequestDeadline takes ``?timeout=`` when it is shorter than --request-timeout."""
+    async def slow(ctx: RequestContext) -> float:
+        await trio.sleep(10)
+        assert ctx.deadline is not None
+        return ctx.deadline
+
+    run = Run(timeout_s=60, handler=slow)
+    with pytest.raises(errors.ServerTimeout):
+        await run("GET", f"{CM}/x?timeout=5s")
+    for longer in ("0", "2m", "-1s"):  # none, longer than the server's, negative: the server's 60 s
+        started = trio.current_time()
+        assert await run("GET", f"{CM}/x?timeout={longer}") == started + 60
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("abc", 'time: invalid duration "abc"'),
+    ("5", 'time: missing unit in duration "5"'),
+    ("5x", 'time: unknown unit "x" in duration "5x"'),
+])
+async def test_a_timeout_that_is_no_go_duration_is_400(value: str, message: str) -> None:
+    run = Run()
+    with pytest.raises(errors.BadRequest) as caught:
+        await run("GET", f"{CM}?timeout={value}")
+    assert caught.value.message == f"invalid timeout specified in the request URL - {message}"
+    assert "handler" not in run.entered
+
+
+@pytest.mark.parametrize(("text", "ns"), [
+    ("0", 0), ("300ms", 300_000_000), ("-1.5h", -5_400_000_000_000), ("2h45m", 9_900_000_000_000),
+    ("1\u00b5s", 1000), ("1\u03bcs", 1000), ("1us", 1000), (".5s", 500_000_000), ("1.s", 1_000_000_000),
+    ("9223372036854775807ns", (1 << 63) - 1), ("-9223372036854775808ns", -(1 << 63)),
+])
+def test_go_durations(text: str, ns: int) -> None:
+    assert parse_go_duration(text) == ns
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", 'time: invalid duration ""'), ("-", 'time: invalid duration "-"'), (".s", 'time: invalid duration ".s"'),
+    ("1.2.3s", 'time: missing unit in duration "1.2.3s"'),
+    ("9223372036854775808ns", 'time: invalid duration "9223372036854775808ns"'),
+    ('"\x01', 'time: invalid duration "\\"\\x01"'),
+])
+def test_go_duration_errors_read_as_gos(text: str, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_go_duration(text)
+    assert str(caught.value) == message
