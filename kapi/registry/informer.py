@@ -11,6 +11,7 @@ a consumer asks for it; handlers run in the informer's task, one notification at
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from dataclasses import dataclass
@@ -72,8 +73,10 @@ class Item:
         collector: those with owner references) need not decode the others.
         """
         if isinstance(self.raw, Entry):  # list-item JSON: a key is a quoted string before a colon
-            return any(b'"%s":' % n.encode() in self.raw.data for n in names)
-        return any(n.encode() in self.raw.value for n in names)  # msgpack: key strings stored verbatim
+            data = self.raw.data
+            return any(needle in data for needle in _json_keys(names))
+        value = self.raw.value
+        return any(needle in value for needle in _msgpack_keys(names))  # key strings stored verbatim
 
 
 AddHandler = Callable[[Item], None]
@@ -109,6 +112,9 @@ class Informer:
         self._type = {"kind": res.kind, "apiVersion": res.group_version}
         self._state: dict[str, Raw] = {}
         self._registrations: list[Registration] = []
+        self._on_add: tuple[AddHandler, ...] = ()
+        self._on_update: tuple[UpdateHandler, ...] = ()
+        self._on_delete: tuple[DeleteHandler, ...] = ()
         self._synced = trio.Event()
         self._scope: trio.CancelScope | None = None
         self._stopped = False
@@ -123,6 +129,7 @@ class Informer:
         """Register handlers; once synced, a late one is given an add for each object held, here and now."""
         reg = Registration(on_add, on_update, on_delete)
         self._registrations.append(reg)
+        self._handlers()
         if self._synced.is_set() and on_add is not None:
             for raw in list(self._state.values()):
                 self._call(on_add, Item(self, raw))
@@ -131,6 +138,13 @@ class Informer:
     def remove_handler(self, reg: Registration) -> None:
         if reg in self._registrations:
             self._registrations.remove(reg)
+            self._handlers()
+
+    def _handlers(self) -> None:
+        """The handlers by kind, as tuples: a notification loops over a snapshot, whatever a handler registers."""
+        self._on_add = tuple(r.on_add for r in self._registrations if r.on_add is not None)
+        self._on_update = tuple(r.on_update for r in self._registrations if r.on_update is not None)
+        self._on_delete = tuple(r.on_delete for r in self._registrations if r.on_delete is not None)
 
     @property
     def has_synced(self) -> bool:
@@ -275,6 +289,12 @@ class Informer:
         """A full state from the source: tell the handlers what changed against what is held."""
         new = {raw.key: raw for raw in raws}
         old, self._state = self._state, new
+        if not old:  # the first list: every object is new
+            if self._on_add:
+                for raw in new.values():
+                    self._notify_add(raw)
+            self._synced.set()
+            return
         for key, raw in new.items():
             was = old.get(key)
             if was is None:
@@ -301,19 +321,16 @@ class Informer:
             self._notify_delete(last if last is not None else was)
 
     def _notify_add(self, raw: Raw) -> None:
-        for reg in list(self._registrations):
-            if reg.on_add is not None:
-                self._call(reg.on_add, Item(self, raw))
+        for handler in self._on_add:
+            self._call(handler, Item(self, raw))
 
     def _notify_update(self, old: Raw, new: Raw) -> None:
-        for reg in list(self._registrations):
-            if reg.on_update is not None:
-                self._call(reg.on_update, Item(self, old), Item(self, new))
+        for handler in self._on_update:
+            self._call(handler, Item(self, old), Item(self, new))
 
     def _notify_delete(self, raw: Raw) -> None:
-        for reg in list(self._registrations):
-            if reg.on_delete is not None:
-                self._call(reg.on_delete, Item(self, raw))
+        for handler in self._on_delete:
+            self._call(handler, Item(self, raw))
 
     def _call(self, handler: Callable[..., None], *items: Item) -> None:
         try:
@@ -357,6 +374,16 @@ class Informer:
             namespace, _, name = rest.partition("/")
             return namespace, name
         return "", rest
+
+
+@functools.cache
+def _json_keys(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(b'"%s":' % n.encode() for n in names)
+
+
+@functools.cache
+def _msgpack_keys(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(n.encode() for n in names)
 
 
 def _revision(raw: Raw) -> int:
