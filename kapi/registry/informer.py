@@ -194,9 +194,9 @@ class Informer:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Keep the objects current until ``stop()`` or cancellation; ``started()`` at once."""
         with trio.CancelScope() as self._scope:
+            task_status.started()
             if self._stopped:
                 return
-            task_status.started()
             retry = RETRY_S[0]
             while True:
                 cacher = self.registry.cachers.get((self.res.group, self.res.resource))

@@ -247,3 +247,11 @@ async def test_a_removed_cache_gives_way_to_storage(env: Env) -> None:
     assert sorted(seen[1:]) == [("add", "default/b", ""), ("update", "default/a", "1")]
     assert informer.statistics().source == "storage"
     assert env.watchers() == 0
+
+
+async def test_an_informer_stopped_before_it_runs_starts_and_ends(env: Env) -> None:
+    informer = Informer(env.registry, env.res)
+    informer.stop()
+    with trio.fail_after(10):
+        await env.nursery.start(informer.run)
+    assert not informer.has_synced and informer.statistics().objects == 0
