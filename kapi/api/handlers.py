@@ -128,7 +128,11 @@ class Handlers:
         if page.remaining:
             list_meta["remainingItemCount"] = page.remaining
         if out.as_kind == "Table":
-            table = build_table(res.strategy.printer, listitems.objects(page.items), time.time(),
+            objs = listitems.objects(page.items)
+            if out.include_object == "Object":
+                # kube converts each row's object to the served version, which sets its kind and apiVersion.
+                objs = [{"kind": res.kind, "apiVersion": res.group_version, **o} for o in objs]
+            table = build_table(res.strategy.printer, objs, time.time(),
                                 include_object=out.include_object, list_meta=list_meta,
                                 table_version=out.as_version)
             return self._respond(table, out)

@@ -323,6 +323,23 @@ async def test_table_output(api: Api) -> None:
     assert row["object"]["kind"] == "PartialObjectMetadata"
 
 
+async def test_table_rows_with_objects_carry_their_kind(api: Api) -> None:
+    """includeObject=Object: each row's object has kind and apiVersion, from the watch cache or from
+    storage (events are not cached), as kube's rows converted to the served version (issue 11)."""
+    await api.create("/api/v1/namespaces/default/configmaps", cm("tabobj", a="1"))
+    event = {"metadata": {"name": "ev1"}, "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+             "reason": "R", "message": "m", "type": "Normal"}
+    await api.create("/api/v1/namespaces/default/events", event)
+    accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    for path, api_version, kind, name in (
+            ("/api/v1/namespaces/default/configmaps", "v1", "ConfigMap", "tabobj"),
+            ("/api/v1/namespaces/default/events", "v1", "Event", "ev1"),
+            ("/apis/events.k8s.io/v1/namespaces/default/events", "events.k8s.io/v1", "Event", "ev1")):
+        rows = (await api.request("GET", path + "?includeObject=Object", headers={"Accept": accept})).json()["rows"]
+        obj = next(row["object"] for row in rows if row["object"]["metadata"]["name"] == name)
+        assert (obj["kind"], obj["apiVersion"]) == (kind, api_version), obj
+
+
 async def test_label_selector_list(api: Api) -> None:
     for name, tier in (("l1", "a"), ("l2", "b"), ("l3", "a")):
         body = cm(name)
