@@ -1,4 +1,4 @@
-"""The tree's layers (STYLE.md §1, docs/architecture.md): imports point down, each module imports alone,
+"""The tree's layers (docs/architecture.md): imports point down, each module imports alone,
 and the rules the layering alone does not say (issue 11).
 
 A module may import from its own layer or a lower one. On top of that, a few packages must not
