@@ -257,33 +257,15 @@ class Handlers:
         return self._respond(created, out, status=201)
 
     def _review(self, ctx: RequestContext, res: Resource, obj: Obj) -> Obj:
-        """Answer an access review or a self subject review from the request's user and the authorizer."""
+        """Answer a review (a virtual resource's create) by its strategy, from the requester and the authorizer."""
         review = {"kind": res.kind, "apiVersion": res.group_version,
                   "metadata": {"creationTimestamp": None, **(obj.get("metadata") or {})},
                   **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata", "status")}}
-        user = ctx.user
-        if res.kind == "SelfSubjectReview":
-            info: Obj = {"username": user.name, "groups": list(user.groups)}
-            if user.uid:
-                info["uid"] = user.uid
-            review["status"] = {"userInfo": info}
-            return review
-        spec = obj.get("spec") or {}
-        if res.kind in ("SubjectAccessReview", "LocalSubjectAccessReview"):
-            subject = UserInfo(spec.get("user", ""), spec.get("uid", ""), tuple(spec.get("groups") or ()))
-        else:
-            subject = user
-        allowed, reason = self.authorizer.allowed(subject)
-        if res.kind == "SelfSubjectRulesReview":
-            rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}] if allowed else []
-            non_resource = [{"verbs": ["*"], "nonResourceURLs": ["*"]}] if allowed else []
-            review["status"] = {"resourceRules": rules, "nonResourceRules": non_resource, "incomplete": False}
-            return review
-        status: Obj = {"allowed": allowed}
-        if reason:
-            status["reason"] = reason
-        review["status"] = status
-        return review
+
+        def authorize(name: str, uid: str, groups: tuple[str, ...]) -> tuple[bool, str]:
+            return self.authorizer.allowed(UserInfo(name, uid, groups))
+
+        return res.strategy.answer(review, ctx.user, authorize)
 
     async def update(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info

@@ -1,6 +1,7 @@
 """authorization.k8s.io/v1 and authentication.k8s.io/v1: reviews, answered by the server and never stored.
 
-The answers are the handlers' (they ask the authorizer); the strategy is the generic one.
+Each review kind's strategy answers the create (kube's ``pkg/registry/authorization/*/rest.go``):
+the handlers give it the requester and the authorizer's decision.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from typing import Final
 
 from kapi.registry.resources import Resource
-from kapi.registry.strategy import Strategy
+from kapi.registry.strategy import Authorize, Obj, Strategy, Subject
 
 
 class ReviewStrategy(Strategy):
@@ -17,16 +18,66 @@ class ReviewStrategy(Strategy):
     core_finalizers = False
 
 
-def _review(group: str, resource: str, kind: str, *, namespaced: bool = False) -> Resource:
+class SelfSubjectReviewStrategy(ReviewStrategy):
+    """authentication.k8s.io SelfSubjectReview: who the server takes the requester to be."""
+
+    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+        info: Obj = {"username": requester.name, "groups": list(requester.groups)}
+        if requester.uid:
+            info["uid"] = requester.uid
+        review["status"] = {"userInfo": info}
+        return review
+
+
+def _access_status(allowed: bool, reason: str) -> Obj:
+    status: Obj = {"allowed": allowed}
+    if reason:
+        status["reason"] = reason
+    return status
+
+
+class SelfSubjectAccessReviewStrategy(ReviewStrategy):
+    """May the requester do what the review asks?"""
+
+    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+        review["status"] = _access_status(*authorize(requester.name, requester.uid, tuple(requester.groups)))
+        return review
+
+
+class SubjectAccessReviewStrategy(ReviewStrategy):
+    """(Local)SubjectAccessReview: may the user the spec names do what it asks?"""
+
+    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+        spec = review.get("spec") or {}
+        review["status"] = _access_status(*authorize(spec.get("user", ""), spec.get("uid", ""),
+                                                     tuple(spec.get("groups") or ())))
+        return review
+
+
+class SelfSubjectRulesReviewStrategy(ReviewStrategy):
+    """What may the requester do? Everything or nothing, as the authorization modes decide."""
+
+    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+        allowed, _ = authorize(requester.name, requester.uid, tuple(requester.groups))
+        rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}] if allowed else []
+        non_resource = [{"verbs": ["*"], "nonResourceURLs": ["*"]}] if allowed else []
+        review["status"] = {"resourceRules": rules, "nonResourceRules": non_resource, "incomplete": False}
+        return review
+
+
+def _review(group: str, resource: str, kind: str, strategy: ReviewStrategy, *, namespaced: bool = False) -> Resource:
     return Resource(group=group, version="v1", resource=resource, kind=kind, namespaced=namespaced,
-                    verbs=("create",), virtual=True, cacheable=False, strategy=ReviewStrategy())
+                    verbs=("create",), virtual=True, cacheable=False, strategy=strategy)
 
 
 SELF_SUBJECT_ACCESS_REVIEWS: Final = _review("authorization.k8s.io", "selfsubjectaccessreviews",
-                                             "SelfSubjectAccessReview")
-SUBJECT_ACCESS_REVIEWS: Final = _review("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview")
+                                             "SelfSubjectAccessReview", SelfSubjectAccessReviewStrategy())
+SUBJECT_ACCESS_REVIEWS: Final = _review("authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview",
+                                        SubjectAccessReviewStrategy())
 LOCAL_SUBJECT_ACCESS_REVIEWS: Final = _review("authorization.k8s.io", "localsubjectaccessreviews",
-                                              "LocalSubjectAccessReview", namespaced=True)
+                                              "LocalSubjectAccessReview", SubjectAccessReviewStrategy(),
+                                              namespaced=True)
 SELF_SUBJECT_RULES_REVIEWS: Final = _review("authorization.k8s.io", "selfsubjectrulesreviews",
-                                            "SelfSubjectRulesReview")
-SELF_SUBJECT_REVIEWS: Final = _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview")
+                                            "SelfSubjectRulesReview", SelfSubjectRulesReviewStrategy())
+SELF_SUBJECT_REVIEWS: Final = _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview",
+                                      SelfSubjectReviewStrategy())

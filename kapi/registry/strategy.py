@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import trio
 
@@ -34,6 +34,21 @@ class Allocation:
 
     lock: trio.Lock
     stored_values: Callable[[], Awaitable[list[bytes]]]
+
+
+class Subject(Protocol):
+    """Who a review is about: the requester (the chain's UserInfo) or the user a review names."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def groups(self) -> tuple[str, ...]: ...
+
+
+# The authorizer's decision for a user (name, uid, groups): (allowed, reason).
+Authorize = Callable[[str, str, tuple[str, ...]], tuple[bool, str]]
 
 
 def keep_old_status(new: Obj, old: Obj) -> None:
@@ -137,6 +152,13 @@ class Strategy:
 
     async def before_create(self, obj: Obj, alloc: Allocation) -> None:
         """Allocation of a create, after validation and before the write (a Service's ClusterIP)."""
+
+    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+        """A virtual kind's answer to a create (the reviews, kube's REST Create): ``review`` with its status.
+
+        Only resources marked ``virtual`` are answered this way; they are never stored.
+        """
+        raise NotImplementedError(f"{type(self).__name__} answers no create: its resource is stored")
 
     # ------------------------------------------------------------------ storage
 

@@ -30,10 +30,7 @@ DEFAULT_PRINTED = frozenset({
 # Stored kinds without validation rules of their own, as in kube-apiserver (or not written in kapi yet).
 UNVALIDATED = frozenset({"serviceaccounts", "flowschemas.flowcontrol.apiserver.k8s.io",
                          "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io"})
-# Reviews keep their answers in the handlers (they ask the authorizer); those tests are on purpose.
-ALLOWED_KIND_TESTS = frozenset({("api/handlers.py", "SelfSubjectReview"), ("api/handlers.py", "SubjectAccessReview"),
-                                ("api/handlers.py", "LocalSubjectAccessReview"),
-                                ("api/handlers.py", "SelfSubjectRulesReview")})
+
 
 
 def _overrides(strategy: Strategy, hook: str) -> bool:
@@ -168,8 +165,7 @@ def test_no_kind_specific_tests_outside_strategies() -> None:
         # content, not dispatch); the HTTP client, a separate program.
         if rel.startswith(("apis/", "object/", "client/")):
             continue
-        offenders += [f"kapi/{rel}:{line}: {lit!r}" for line, lit in kind_tests(path)
-                      if (rel, lit) not in ALLOWED_KIND_TESTS]
+        offenders += [f"kapi/{rel}:{line}: {lit!r}" for line, lit in kind_tests(path)]
     assert not offenders, "kind-specific tests belong in a strategy:\n" + "\n".join(offenders)
 
 
