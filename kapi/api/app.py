@@ -265,11 +265,12 @@ class _Body:
                 raise errors.BadRequest("client disconnected")
             chunk = message.get("body", b"")
             size += len(chunk)
+            # Known before any refusal: a body whose last message came needs no discarding after the answer.
+            self.ended = not message.get("more_body", False)
             if size > self.limit:
                 raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {self.limit}")
             chunks.append(chunk)
-            if not message.get("more_body", False):
-                self.ended = True
+            if self.ended:
                 return b"".join(chunks)
 
     async def discard(self, deadline: float) -> None:

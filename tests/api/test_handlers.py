@@ -480,3 +480,27 @@ async def test_list_body_is_sent_with_its_content_length(api: Api) -> None:
                           headers={"accept": "application/vnd.kubernetes.protobuf"})
     assert r.status == 200 and r.headers["content-type"] == "application/vnd.kubernetes.protobuf"
     assert int(r.headers["content-length"]) == len(r.body) and r.body.startswith(b"k8s\x00")
+
+
+async def test_a_whole_body_over_the_limit_is_not_waited_for(api: Api) -> None:
+    """413 for a body that arrived whole: the answer ends without asking for more of it (issue 11: the
+    refused body's discarding waited for a message that never comes, until the request's deadline)."""
+    big = b"{" + b" " * (3 * 1024 * 1024) + b"}"
+    calls: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        calls.append("receive")
+        if len(calls) > 1:
+            raise AssertionError("the app asked for more of a body that had ended")
+        return {"type": "http.request", "body": big, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        out.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/namespaces/default/configmaps", "query_string": b"",
+             "headers": [(b"content-type", b"application/json"), (b"authorization", b"Bearer test-admin-token")],
+             "http_version": "1.1", "scheme": "https"}
+    await api.app(scope, receive, send)
+    assert out[0]["status"] == 413 and calls == ["receive"]
+    assert out[-1]["type"] == "http.response.body" and not out[-1].get("more_body")
