@@ -62,15 +62,16 @@ class _CacheEntries:
 
 
 def _stored_entry(reg: Registry, res: Resource, sel: Selection, kv: KeyValue) -> Entry | None:
-    """The entry of a value read from storage for a LIST; None when ``sel`` refuses it or it is corrupt."""
+    """The entry of a value read from storage for a LIST; None when ``sel`` refuses it or it is corrupt.
+
+    A page item lives as long as its answer and only its JSON is read: ``decoded_match`` has judged
+    the selectors, so the labels and field values a cache entry keeps for matching are not made.
+    """
     obj = reg.decoded_match(res, sel, kv, reg.decode)
     if obj is None:
         return None
-    try:
-        fields = res.strategy.field_values(obj, res.namespaced)
-    except (AttributeError, TypeError, ValueError):
-        fields = {}  # only a field selector reads them, and decoded_match has judged those
-    return _entry(reg, res, kv.key, obj, kv.revision, fields)
+    md = obj["metadata"]
+    return Entry(kv.key, md.get("namespace", ""), md.get("name", ""), kv.revision, {}, {}, listitems.list_item(obj))
 
 
 # ------------------------------------------------------------------ cache
