@@ -12,6 +12,8 @@ import h2.events
 import httpx
 import pytest
 
+from tests.http.test_serve import read_response
+
 from .conftest import Server, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
@@ -32,23 +34,6 @@ def _head(conn: ssl.SSLSocket) -> bytes:
         assert data, got
         got += data
     return got.partition(b"\r\n\r\n")[0]
-
-
-def _response(conn: ssl.SSLSocket) -> tuple[bytes, bytes]:
-    """One response with a Content-Length: its status line and its body."""
-    got = b""
-    while b"\r\n\r\n" not in got:
-        data = conn.recv(65536)
-        assert data, got
-        got += data
-    head, _, body = got.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
-                  if line.lower().startswith(b"content-length:"))
-    while len(body) < length:
-        data = conn.recv(65536)
-        assert data, body
-        body += data
-    return head.split(b"\r\n")[0], body
 
 
 def _configmap(name: str, size: int) -> bytes:
@@ -78,12 +63,12 @@ def test_the_connection_goes_on_once_the_unread_body_arrives(server: Server) -> 
         conn.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: kapi\r\n"
                      b"Authorization: Bearer not-a-token\r\nContent-Type: application/json\r\n"
                      b"Content-Length: %d\r\n\r\n" % len(body))
-        status_line, answer = _response(conn)
+        status_line, answer = read_response(conn)
         assert status_line.split(b" ")[1] == b"401" and b'"reason":"Unauthorized"' in answer
         conn.sendall(body)
         conn.sendall(f"GET /api/v1/namespaces/default HTTP/1.1\r\nHost: kapi\r\n"
                      f"Authorization: Bearer {server.token}\r\n\r\n".encode())
-        status_line, answer = _response(conn)
+        status_line, answer = read_response(conn)
         assert status_line.split(b" ")[1] == b"200" and b'"name":"default"' in answer
 
 

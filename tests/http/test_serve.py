@@ -38,7 +38,7 @@ def _request(server: Server, method: str, path: str, body: bytes = b"") -> bytes
     return head + body
 
 
-def _response(conn: ssl.SSLSocket) -> tuple[bytes, bytes]:
+def read_response(conn: ssl.SSLSocket) -> tuple[bytes, bytes]:
     """One response with a Content-Length: its status line and its body."""
     got = b""
     while b"\r\n\r\n" not in got:
@@ -49,7 +49,9 @@ def _response(conn: ssl.SSLSocket) -> tuple[bytes, bytes]:
     length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")[1:]
                   if line.lower().startswith(b"content-length:"))
     while len(body) < length:
-        body += conn.recv(65536)
+        data = conn.recv(65536)
+        assert data, body
+        body += data
     return head.split(b"\r\n")[0], body
 
 
@@ -99,10 +101,10 @@ def test_real_server_status_lines_watches_and_bodies(tmp_path: Path) -> None:
         body = orjson.dumps({"metadata": {"name": "dup"}})
         for want in (b"HTTP/1.1 201 Created", b"HTTP/1.1 409 Conflict"):
             conn.sendall(_request(server, "POST", "/api/v1/namespaces/default/configmaps", body))
-            line, reply = _response(conn)
+            line, reply = read_response(conn)
             assert line == want and reply.endswith(b"}\n"), (line, reply[-80:])
         conn.sendall(_request(server, "GET", "/api/v1/namespaces/default/configmaps"))
-        line, reply = _response(conn)
+        line, reply = read_response(conn)
         assert line == b"HTTP/1.1 200 OK" and reply.endswith(b"]}\n")
         conn.close()
         # A WebSocket upgrade (kubectl exec's) answered 500 with an empty body.
@@ -111,7 +113,7 @@ def test_real_server_status_lines_watches_and_bodies(tmp_path: Path) -> None:
                      f"Authorization: Bearer {server.token}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
                      f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                      f"Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n".encode())
-        line, reply = _response(conn)
+        line, reply = read_response(conn)
         assert line == b"HTTP/1.1 404 Not Found"
         status = orjson.loads(reply)
         assert (status["kind"], status["reason"], status["code"]) == ("Status", "NotFound", 404)
