@@ -171,9 +171,8 @@ class Informer:
     def items(self, namespace: str = "") -> Iterator[Item]:
         """The objects held (of one namespace, or all), in key order, not decoded."""
         prefix = self.registry.prefix(self.res, namespace) if namespace else self.prefix
-        for key in sorted(self._state):
-            if key.startswith(prefix):
-                yield Item(self, self._state[key])
+        for key in sorted(k for k in self._state if k.startswith(prefix)):
+            yield Item(self, self._state[key])
 
     def list(self, namespace: str = "") -> list[Obj]:
         """The objects (of one namespace, or all), decoded, in key order; unreadable ones left out."""
