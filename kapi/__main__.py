@@ -57,6 +57,11 @@ def _sizes(text: str) -> dict[str, int]:
     return out
 
 
+def _list(text: str) -> tuple[str, ...]:
+    """A comma-separated list (kube's StringSlice flags)."""
+    return tuple(item.strip() for item in text.split(",") if item.strip())
+
+
 def _index(item: str) -> tuple[str, tuple[str, ...]]:
     resource, sep, fields = item.partition("=")
     if not sep or not resource.strip():
@@ -127,11 +132,67 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fields indexed in a resource's watch cache (repeatable; default pods=spec.nodeName)")
     s.add_argument("--max-requests-inflight", type=_count, default=d.max_requests_inflight)
     s.add_argument("--max-mutating-requests-inflight", type=_count, default=d.max_mutating_requests_inflight)
-    s.add_argument("--authorization-mode", default=",".join(d.authorization_mode),
-                   help="comma-separated: AlwaysAllow, AlwaysDeny")
+    # Authentication (kube-apiserver's flags).
     s.add_argument("--token-auth-file", default="", help='CSV of token,user,uid,"group1,group2"')
     s.add_argument("--anonymous-auth", type=_bool, default=d.anonymous_auth,
                    help="allow requests without credentials as system:anonymous")
+    s.add_argument("--service-account-signing-key-file", default="",
+                   help="PEM private key that signs service-account tokens (default <data-dir>/pki/sa.key, made once)")
+    s.add_argument("--service-account-key-file", action="append", default=[],
+                   help="PEM public (or private) key that verifies service-account tokens (repeatable)")
+    s.add_argument("--service-account-issuer", action="append", default=[],
+                   help="the tokens' iss; the first signs, all are accepted (repeatable; default "
+                        "https://kubernetes.default.svc.cluster.local)")
+    s.add_argument("--api-audiences", type=_list, default=(),
+                   help="comma-separated audiences a token must have for this server (default: the first issuer)")
+    s.add_argument("--service-account-max-token-expiration", type=_positive_duration_s, default=0.0,
+                   help="cap on the lifetime of a requested token (0: none)")
+    s.add_argument("--service-account-extend-token-expiration", type=_bool,
+                   default=d.service_account_extend_token_expiration,
+                   help="tokens of projected volumes last a year, warning after their requested lifetime")
+    s.add_argument("--authentication-config", default="",
+                   help="AuthenticationConfiguration file: JWT authenticators (issuers, audiences, claim mappings)")
+    s.add_argument("--requestheader-client-ca-file", default="",
+                   help="CA of the authenticating proxy's client certificates; enables request-header authentication")
+    s.add_argument("--requestheader-username-headers", type=_list, default=(),
+                   help="request headers carrying the user name, first set wins (e.g. X-Remote-User)")
+    s.add_argument("--requestheader-uid-headers", type=_list, default=(), help="request headers carrying the uid")
+    s.add_argument("--requestheader-group-headers", type=_list, default=(),
+                   help="request headers carrying the groups (e.g. X-Remote-Group)")
+    s.add_argument("--requestheader-extra-headers-prefix", type=_list, default=(),
+                   help="request-header prefixes of extra user fields (e.g. X-Remote-Extra-)")
+    s.add_argument("--requestheader-allowed-names", type=_list, default=(),
+                   help="client certificate common names the proxy may use (empty: any the CA signed)")
+    s.add_argument("--authentication-token-webhook-config-file", default="",
+                   help="kubeconfig of a TokenReview webhook that authenticates bearer tokens")
+    s.add_argument("--authentication-token-webhook-cache-ttl", type=_positive_duration_s,
+                   default=d.authentication_token_webhook_cache_ttl_s, help="how long webhook answers are cached")
+    s.add_argument("--authentication-token-webhook-version", choices=("v1", "v1beta1"),
+                   default=d.authentication_token_webhook_version, help="TokenReview version sent to the webhook")
+    # Authorization.
+    s.add_argument("--authorization-mode", default=",".join(d.authorization_mode),
+                   help="comma-separated union, first decision wins: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook")
+    s.add_argument("--authorization-webhook-config-file", default="",
+                   help="kubeconfig of a SubjectAccessReview webhook (the Webhook mode)")
+    s.add_argument("--authorization-webhook-cache-authorized-ttl", type=_positive_duration_s,
+                   default=d.authorization_webhook_cache_authorized_ttl_s, help="how long an allow is cached")
+    s.add_argument("--authorization-webhook-cache-unauthorized-ttl", type=_positive_duration_s,
+                   default=d.authorization_webhook_cache_unauthorized_ttl_s, help="how long a deny is cached")
+    s.add_argument("--authorization-webhook-version", choices=("v1", "v1beta1"),
+                   default=d.authorization_webhook_version, help="SubjectAccessReview version sent to the webhook")
+    # Audit.
+    s.add_argument("--audit-policy-file", default="", help="audit.k8s.io/v1 Policy; no policy: no audit")
+    s.add_argument("--audit-log-path", default="", help="audit log file ('-': stdout)")
+    s.add_argument("--audit-log-maxage", type=_count, default=0, help="days to keep rotated audit logs (0: no limit)")
+    s.add_argument("--audit-log-maxbackup", type=_count, default=0, help="rotated audit logs kept (0: no limit)")
+    s.add_argument("--audit-log-maxsize", type=_count, default=0,
+                   help="megabytes an audit log reaches before it is rotated (0: never)")
+    s.add_argument("--audit-log-format", choices=("json", "legacy"), default=d.audit_log_format)
+    s.add_argument("--audit-webhook-config-file", default="", help="kubeconfig of an audit webhook")
+    s.add_argument("--audit-webhook-mode", choices=("batch", "blocking", "blocking-strict"),
+                   default=d.audit_webhook_mode)
+    s.add_argument("--audit-webhook-batch-max-size", type=_count, default=d.audit_webhook_batch_max_size)
+    s.add_argument("--audit-webhook-batch-max-wait", type=_positive_duration_s, default=d.audit_webhook_batch_max_wait_s)
     s.add_argument("--request-timeout", type=_positive_duration_s, default=d.request_timeout_s,
                    help="default timeout of non-long-running requests")
     s.add_argument("--min-request-timeout", type=_positive_duration_s, default=d.min_request_timeout_s,
@@ -164,6 +225,36 @@ def config_from_args(args: argparse.Namespace) -> Config:
         authorization_mode=tuple(m.strip() for m in args.authorization_mode.split(",") if m.strip()),
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,
+        service_account_signing_key_file=args.service_account_signing_key_file,
+        service_account_key_files=tuple(args.service_account_key_file),
+        service_account_issuers=tuple(args.service_account_issuer),
+        api_audiences=args.api_audiences,
+        service_account_max_token_expiration_s=args.service_account_max_token_expiration,
+        service_account_extend_token_expiration=args.service_account_extend_token_expiration,
+        authentication_config=args.authentication_config,
+        requestheader_client_ca_file=args.requestheader_client_ca_file,
+        requestheader_username_headers=args.requestheader_username_headers,
+        requestheader_uid_headers=args.requestheader_uid_headers,
+        requestheader_group_headers=args.requestheader_group_headers,
+        requestheader_extra_headers_prefix=args.requestheader_extra_headers_prefix,
+        requestheader_allowed_names=args.requestheader_allowed_names,
+        authentication_token_webhook_config_file=args.authentication_token_webhook_config_file,
+        authentication_token_webhook_cache_ttl_s=args.authentication_token_webhook_cache_ttl,
+        authentication_token_webhook_version=args.authentication_token_webhook_version,
+        authorization_webhook_config_file=args.authorization_webhook_config_file,
+        authorization_webhook_cache_authorized_ttl_s=args.authorization_webhook_cache_authorized_ttl,
+        authorization_webhook_cache_unauthorized_ttl_s=args.authorization_webhook_cache_unauthorized_ttl,
+        authorization_webhook_version=args.authorization_webhook_version,
+        audit_policy_file=args.audit_policy_file,
+        audit_log_path=args.audit_log_path,
+        audit_log_maxage_days=args.audit_log_maxage,
+        audit_log_maxbackup=args.audit_log_maxbackup,
+        audit_log_maxsize_mb=args.audit_log_maxsize,
+        audit_log_format=args.audit_log_format,
+        audit_webhook_config_file=args.audit_webhook_config_file,
+        audit_webhook_mode=args.audit_webhook_mode,
+        audit_webhook_batch_max_size=args.audit_webhook_batch_max_size,
+        audit_webhook_batch_max_wait_s=args.audit_webhook_batch_max_wait,
         request_timeout_s=args.request_timeout,
         min_request_timeout_s=args.min_request_timeout,
         shutdown_delay_s=args.shutdown_delay_duration,

@@ -23,9 +23,42 @@ class Config:
     watch_cache_indexes: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"pods": ("spec.nodeName",)})
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
-    authorization_mode: tuple[str, ...] = ("AlwaysAllow",)
+    # --- authentication (kube's flag names; durations in seconds)
     token_auth_file: str = ""
     anonymous_auth: bool = True
+    service_account_signing_key_file: str = ""  # "": <data-dir>/pki/sa.key, made on first start
+    service_account_key_files: tuple[str, ...] = ()  # more public keys that verify tokens (key rotation)
+    service_account_issuers: tuple[str, ...] = ()  # the first signs; (): https://kubernetes.default.svc.cluster.local
+    api_audiences: tuple[str, ...] = ()  # (): the first issuer
+    service_account_max_token_expiration_s: float = 0.0  # 0: no cap beyond kube's
+    service_account_extend_token_expiration: bool = True
+    authentication_config: str = ""  # AuthenticationConfiguration file (JWT authenticators)
+    requestheader_client_ca_file: str = ""
+    requestheader_username_headers: tuple[str, ...] = ()
+    requestheader_uid_headers: tuple[str, ...] = ()
+    requestheader_group_headers: tuple[str, ...] = ()
+    requestheader_extra_headers_prefix: tuple[str, ...] = ()
+    requestheader_allowed_names: tuple[str, ...] = ()
+    authentication_token_webhook_config_file: str = ""
+    authentication_token_webhook_cache_ttl_s: float = 120.0
+    authentication_token_webhook_version: str = "v1beta1"
+    # --- authorization
+    authorization_mode: tuple[str, ...] = ("AlwaysAllow",)
+    authorization_webhook_config_file: str = ""
+    authorization_webhook_cache_authorized_ttl_s: float = 300.0
+    authorization_webhook_cache_unauthorized_ttl_s: float = 30.0
+    authorization_webhook_version: str = "v1beta1"
+    # --- audit
+    audit_policy_file: str = ""
+    audit_log_path: str = ""  # "-": stdout
+    audit_log_maxage_days: int = 0
+    audit_log_maxbackup: int = 0
+    audit_log_maxsize_mb: int = 0
+    audit_log_format: str = "json"  # json | legacy
+    audit_webhook_config_file: str = ""
+    audit_webhook_mode: str = "batch"  # batch | blocking | blocking-strict
+    audit_webhook_batch_max_size: int = 400
+    audit_webhook_batch_max_wait_s: float = 30.0
     request_timeout_s: float = 60.0
     min_request_timeout_s: float = 1800.0
     shutdown_delay_s: float = 0.0

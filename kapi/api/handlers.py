@@ -15,8 +15,11 @@ from kapi import errors
 from kapi.encoding import listitems, protobuf
 from kapi.object import typed
 from kapi._fast import list_body
+from kapi.chain.access import ServerAccess
+from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
-from kapi.chain.context import RequestContext, RequestInfo, UserInfo
+from kapi.chain.context import RequestContext, RequestInfo
+from kapi.object.access import Attributes
 from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
 from kapi.object.managedfields.entries import manager_name
 from kapi.object.patch import PatchTarget, patcher_for
@@ -46,8 +49,12 @@ class Handlers:
     table: ResourceTable
     schema: Schema
     authorizer: Authorizer = field(default_factory=Authorizer)
+    authenticator: Authenticator = field(default_factory=Authenticator)
     min_request_timeout_s: float = 1800.0
     max_body_bytes: int = 3 * 1024 * 1024  # also bounds what a JSON patch's copies may add, as kube's
+
+    def __post_init__(self) -> None:
+        self.access = ServerAccess(self.authorizer, self.authenticator)  # what the reviews' strategies judge with
 
     # ------------------------------------------------------------ routing
 
@@ -252,20 +259,16 @@ class Handlers:
         out = self._out(ctx, res)
         obj = self._decode_object(ctx, res)
         if res.virtual:
-            return self._respond(self._review(ctx, res, obj), out, status=201)
+            return self._respond(await self._review(ctx, res, obj), out, status=201)
         created = await self.registry.create(res, info.namespace, obj, opts)
         return self._respond(created, out, status=201)
 
-    def _review(self, ctx: RequestContext, res: Resource, obj: Obj) -> Obj:
+    async def _review(self, ctx: RequestContext, res: Resource, obj: Obj) -> Obj:
         """Answer a review (a virtual resource's create) by its strategy, from the requester and the authorizer."""
         review = {"kind": res.kind, "apiVersion": res.group_version,
                   "metadata": {"creationTimestamp": None, **(obj.get("metadata") or {})},
                   **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata", "status")}}
-
-        def authorize(name: str, uid: str, groups: tuple[str, ...]) -> tuple[bool, str]:
-            return self.authorizer.allowed(UserInfo(name, uid, groups))
-
-        return res.strategy.answer(review, ctx.user, authorize)
+        return await res.strategy.answer(review, ctx.user, self.access)
 
     async def update(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
@@ -375,8 +378,9 @@ class Handlers:
         out = self._out(ctx, res)
         if opts.ignore_store_read_error:
             # kube-apiserver: removing a corrupt object unread needs this verb of its own.
-            self.authorizer.authorize(ctx.user, "unsafe-delete-ignore-read-errors", res.resource, res.group,
-                                      info.namespace, info.name)
+            await self.authorizer.check(Attributes(ctx.user, "unsafe-delete-ignore-read-errors", True, res.group,
+                                                   res.version, res.resource, "", info.namespace, info.name,
+                                                   ctx.path))
         result = await self.registry.delete(res, info.namespace, info.name, opts)
         if not result.deleted:
             return self._respond(result.obj, out, status=200)

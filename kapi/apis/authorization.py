@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Final
 
 from kapi.registry.resources import Resource
-from kapi.registry.strategy import Authorize, Obj, Strategy, Subject
+from kapi.object.access import Attributes, UserInfo
+from kapi.registry.strategy import Access, Obj, Strategy
 
 
 class ReviewStrategy(Strategy):
@@ -21,7 +22,7 @@ class ReviewStrategy(Strategy):
 class SelfSubjectReviewStrategy(ReviewStrategy):
     """authentication.k8s.io SelfSubjectReview: who the server takes the requester to be."""
 
-    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+    async def answer(self, review: Obj, requester: UserInfo, access: Access) -> Obj:
         info: Obj = {"username": requester.name, "groups": list(requester.groups)}
         if requester.uid:
             info["uid"] = requester.uid
@@ -39,26 +40,28 @@ def _access_status(allowed: bool, reason: str) -> Obj:
 class SelfSubjectAccessReviewStrategy(ReviewStrategy):
     """May the requester do what the review asks?"""
 
-    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
-        review["status"] = _access_status(*authorize(requester.name, requester.uid, tuple(requester.groups)))
+    async def answer(self, review: Obj, requester: UserInfo, access: Access) -> Obj:
+        decision = await access.authorize(Attributes(requester, ""))  # issue 12 makes these attributes the spec's
+        review["status"] = _access_status(decision.allowed, decision.reason)
         return review
 
 
 class SubjectAccessReviewStrategy(ReviewStrategy):
     """(Local)SubjectAccessReview: may the user the spec names do what it asks?"""
 
-    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+    async def answer(self, review: Obj, requester: UserInfo, access: Access) -> Obj:
         spec = review.get("spec") or {}
-        review["status"] = _access_status(*authorize(spec.get("user", ""), spec.get("uid", ""),
-                                                     tuple(spec.get("groups") or ())))
+        user = UserInfo(spec.get("user", ""), spec.get("uid", ""), tuple(spec.get("groups") or ()))
+        decision = await access.authorize(Attributes(user, ""))
+        review["status"] = _access_status(decision.allowed, decision.reason)
         return review
 
 
 class SelfSubjectRulesReviewStrategy(ReviewStrategy):
     """What may the requester do? Everything or nothing, as the authorization modes decide."""
 
-    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
-        allowed, _ = authorize(requester.name, requester.uid, tuple(requester.groups))
+    async def answer(self, review: Obj, requester: UserInfo, access: Access) -> Obj:
+        allowed = (await access.authorize(Attributes(requester, ""))).allowed
         rules = [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}] if allowed else []
         non_resource = [{"verbs": ["*"], "nonResourceURLs": ["*"]}] if allowed else []
         review["status"] = {"resourceRules": rules, "nonResourceRules": non_resource, "incomplete": False}

@@ -1,4 +1,4 @@
-"""One request as the filter chain and the handlers see it: RequestInfo, UserInfo, RequestContext.
+"""One request as the filter chain and the handlers see it: RequestInfo, RequestContext (its UserInfo is kapi.object.access's).
 
 No ASGI here: the app (kapi.api.app) builds the context from the scope, the chain's filters fill
 in what they resolve (request info, user, deadline), and the handlers read the body through it.
@@ -7,9 +7,10 @@ in what they resolve (request info, user, deadline), and the handlers read the b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Mapping
+from typing import Awaitable, Callable
 from urllib.parse import parse_qsl, unquote
 
+from kapi.object.access import UserInfo
 from kapi.object.listopts import query_bool
 
 BodyReader = Callable[[], Awaitable[bytes]]
@@ -40,16 +41,6 @@ class RequestInfo:
     def long_running(self) -> bool:
         """A watch (or exec, attach, logs, port-forward, proxy): no request deadline, not counted in flight."""
         return self.verb in LONG_RUNNING_VERBS or self.is_resource and self.subresource in LONG_RUNNING_SUBRESOURCES
-
-
-@dataclass(frozen=True, slots=True)
-class UserInfo:
-    """Who makes a request, as kube's user.Info: name, uid, groups, extra."""
-
-    name: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def parse_query(raw: bytes | str) -> dict[str, str]:

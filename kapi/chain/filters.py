@@ -19,6 +19,7 @@ from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
 from kapi.chain.context import RequestContext, new_request_info, parse_go_duration
 from kapi.metrics import Metrics
+from kapi.object.access import Attributes
 
 log = logging.getLogger("kapi.chain")
 
@@ -132,13 +133,19 @@ async def limit_in_flight(chain: Chain, ctx: RequestContext, inner: Handler) -> 
     return await inner(ctx)
 
 
-async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """kube's WithAuthorization: 403 unless a mode allows the user this verb (health and version are public)."""
+def attributes(ctx: RequestContext) -> Attributes:
+    """kube's GetAuthorizerAttributes: the request's user and what its path and verb address."""
     info = ctx.info
     if info.is_resource:
-        chain.authz.authorize(ctx.user, info.verb, info.resource, info.group, info.namespace, info.name)
-    elif ctx.path not in _PUBLIC_PATHS and not ctx.path.startswith(_PUBLIC_PREFIXES):
-        chain.authz.authorize(ctx.user, info.verb, "", "", "", "")
+        return Attributes(ctx.user, info.verb, True, info.group, info.version, info.resource, info.subresource,
+                          info.namespace, info.name, ctx.path)
+    return Attributes(ctx.user, info.verb, False, path=ctx.path)
+
+
+async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithAuthorization: 403 unless the union allows the request (health and version are public)."""
+    if ctx.info.is_resource or ctx.path not in _PUBLIC_PATHS and not ctx.path.startswith(_PUBLIC_PREFIXES):
+        await chain.authz.check(attributes(ctx))
     return await inner(ctx)
 
 

@@ -387,3 +387,38 @@ def _msgpack_keys(names: tuple[str, ...]) -> tuple[bytes, ...]:
 
 def _revision(raw: Raw) -> int:
     return raw.rv if isinstance(raw, Entry) else raw.revision
+
+
+class Informers:
+    """One shared informer per resource for everything in a server that reads state in process
+    (RBAC, the Node authorizer, service-account tokens, controllers): ask with ``informer()``
+    before ``run``, which starts them all and returns (``started()``) once every one has synced."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self._informers: dict[tuple[str, str], Informer] = {}
+        self._nursery: trio.Nursery | None = None
+
+    def informer(self, group: str, resource: str) -> Informer:
+        """The shared informer of ``group``/``resource`` (its preferred version); one asked for after
+        ``run`` started is started at once (it has synced when ``wait_for_sync`` returns)."""
+        key = (group, resource)
+        inf = self._informers.get(key)
+        if inf is None:
+            res = next((r for r in self.registry.table.resources if r.group == group and r.resource == resource),
+                       None)  # the first version served is the preferred one
+            if res is None:
+                raise KeyError(f"no resource {resource}.{group} is served")
+            inf = self._informers[key] = Informer(self.registry, res)
+            if self._nursery is not None:
+                self._nursery.start_soon(inf.run)
+        return inf
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for inf in list(self._informers.values()):
+                await nursery.start(inf.run)
+            self._nursery = nursery
+            for inf in list(self._informers.values()):
+                await inf.wait_for_sync()
+            task_status.started()

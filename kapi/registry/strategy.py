@@ -17,6 +17,7 @@ import trio
 from kapi.encoding.tables import DEFAULT_PRINTER, Printer
 from kapi.errors import Cause
 from kapi.object import meta
+from kapi.object.access import Attributes, Decision, Rules, UserInfo
 from kapi.object.selectors import FieldLabels, meta_field_values
 from kapi.object.validation import RULE_DNS1123_SUBDOMAIN
 
@@ -36,19 +37,22 @@ class Allocation:
     stored_values: Callable[[], Awaitable[list[bytes]]]
 
 
-class Subject(Protocol):
-    """Who a review is about: the requester (the chain's UserInfo) or the user a review names."""
+class Access(Protocol):
+    """What the server hands a strategy that judges access (the reviews' answers, RBAC's escalation
+    check): the server's authorizer, its rules resolver and its token authenticators."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def uid(self) -> str: ...
-    @property
-    def groups(self) -> tuple[str, ...]: ...
+    async def authorize(self, attrs: Attributes) -> Decision:
+        """The authorizer union's decision (system:masters first, then each --authorization-mode)."""
+        ...
 
+    async def rules_for(self, user: UserInfo, namespace: str) -> Rules:
+        """What ``user`` may do in ``namespace`` (RBAC's rules, as a SelfSubjectRulesReview lists them)."""
+        ...
 
-# The authorizer's decision for a user (name, uid, groups): (allowed, reason).
-Authorize = Callable[[str, str, tuple[str, ...]], tuple[bool, str]]
+    async def authenticate_token(self, token: str, audiences: tuple[str, ...]
+                                 ) -> tuple[UserInfo, tuple[str, ...]] | None:
+        """The user a bearer token is, and the audiences it is good for; None: no authenticator takes it."""
+        ...
 
 
 def keep_old_status(new: Obj, old: Obj) -> None:
@@ -153,7 +157,7 @@ class Strategy:
     async def before_create(self, obj: Obj, alloc: Allocation) -> None:
         """Allocation of a create, after validation and before the write (a Service's ClusterIP)."""
 
-    def answer(self, review: Obj, requester: Subject, authorize: Authorize) -> Obj:
+    async def answer(self, review: Obj, requester: UserInfo, access: Access) -> Obj:
         """A virtual kind's answer to a create (the reviews, kube's REST Create): ``review`` with its status.
 
         Only resources marked ``virtual`` are answered this way; they are never stored.

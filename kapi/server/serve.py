@@ -26,7 +26,6 @@ from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
 from kapi.chain.authn import Authenticator, read_token_file
-from kapi.chain.context import UserInfo
 from kapi.chain.authz import Authorizer
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
@@ -35,9 +34,11 @@ from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
+from kapi.server.security import build_authenticator, build_authorizer
 from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig
 from kapi.server.supervise import FatalError, supervise
+from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.object.meta import key_root
@@ -102,22 +103,23 @@ async def compact_periodically(storage: Storage, interval_s: float) -> None:
         seen = await storage.current_revision()
 
 
-def build_app(config: Config, registry: Registry, token: str, health: Health) -> App:
-    """The API over ``registry``: its table and its schema are the ones the handlers, discovery and OpenAPI read."""
+def build_app(config: Config, registry: Registry, token: str, health: Health,
+              informers: Informers | None = None) -> App:
+    """The API over ``registry``: its table and its schema are the ones the handlers, discovery and OpenAPI read.
+
+    ``informers`` are the server's shared in-process informers (RBAC and the Node authorizer read
+    them); the caller runs them. ``token`` is the admin token (system:masters).
+    """
     table, schema = registry.table, registry.schema
-    tokens: dict[str, UserInfo] = {}
-    if config.token_auth_file:
-        tokens.update(read_token_file(config.token_auth_file))
-    if token:
-        tokens[token] = UserInfo("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
-    authorizer = Authorizer(tuple(config.authorization_mode))
+    authorizer = build_authorizer(config, informers)
+    authenticator = build_authenticator(config, informers, token)
     return App(
-        handlers=Handlers(registry, table, schema, authorizer, min_request_timeout_s=config.min_request_timeout_s,
-                          max_body_bytes=config.max_body_bytes),
+        handlers=Handlers(registry, table, schema, authorizer, authenticator,
+                          min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes),
         discovery=Discovery(table),
         openapi=OpenAPIDocuments(schema, table),
-        authn=Authenticator(tokens, anonymous=config.anonymous_auth),
+        authn=authenticator,
         authz=authorizer,
         health=health,
         version_info=version,
@@ -159,7 +161,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), root=key_root(config.etcd_prefix),
                         metrics=Metrics())
     health = Health()
-    app = build_app(config, registry, pki.admin_token, health)
+    informers = Informers(registry)
+    app = build_app(config, registry, pki.admin_token, health, informers)
     shutdown = trio.Event()
 
     hconf = HypercornConfig()
@@ -193,6 +196,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             release_free_memory()
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await bootstrap(registry, namespaces)
+        # What authorization and authentication read in process (RBAC's objects, pods for the Node
+        # authorizer, service accounts): synced before the first request is served.
+        await services.start(partial(supervise, "informers", informers.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
         await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry),

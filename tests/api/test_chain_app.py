@@ -10,7 +10,7 @@ import trio
 
 from kapi.api.app import App, Health
 from kapi.chain.authz import Authorizer
-from kapi.chain.context import UserInfo
+from kapi.object.access import Attributes
 from kapi.config import Config
 from kapi.controllers.namespace import NamespaceController
 from kapi.apis import BUILTIN
@@ -96,9 +96,9 @@ async def test_the_body_is_read_after_authorization(api: Api) -> None:
     events: list[str] = []
 
     class Recording(Authorizer):
-        def authorize(self, user: UserInfo, *args: str) -> None:
+        async def check(self, attrs: Attributes) -> None:
             events.append("authorized")
-            super().authorize(user, *args)
+            await super().check(attrs)
 
     api.app.chain.authz = Recording()
     call = Exchange("POST", CM, TOKEN, _configmap("read-late"), events=events)

@@ -10,8 +10,9 @@ import trio
 from kapi import errors
 from kapi.chain import filters
 from kapi.chain.authn import Authenticator
-from kapi.chain.authz import Authorizer
-from kapi.chain.context import RequestContext, UserInfo, parse_go_duration
+from kapi.chain.authz import from_modes
+from kapi.chain.context import RequestContext, parse_go_duration
+from kapi.object.access import UserInfo
 
 ADMIN = UserInfo("admin", "1", ("system:masters", "system:authenticated"))
 ALICE = UserInfo("alice", "2", ("developers", "system:authenticated"))
@@ -31,7 +32,7 @@ class Run:
 
     def __init__(self, *, modes: tuple[str, ...] = ("AlwaysAllow",), timeout_s: float = 60.0,
                  reads: int = 0, handler: Any = None) -> None:
-        self.chain = filters.Chain(Authenticator(dict(TOKENS), anonymous=False), Authorizer(modes),
+        self.chain = filters.Chain(Authenticator(dict(TOKENS), anonymous=False), from_modes(modes),
                                    request_timeout_s=timeout_s, max_requests_inflight=reads)
         self.entered: list[str] = []
         self.seen: list[RequestContext] = []
