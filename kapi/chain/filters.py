@@ -92,8 +92,9 @@ async def deadline(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
 
 
 async def authenticate(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """kube's WithAuthentication: x509, then a bearer token, then anonymous (if allowed); else 401."""
-    ctx.user = chain.authn.authenticate(ctx.header("authorization"), ctx.client_cert)
+    """kube's WithAuthentication: the authenticator union (the proxy's headers, x509, bearer tokens,
+    then anonymous if allowed); 401 when a credential fails or none is sent without anonymous."""
+    ctx.user = await chain.authn.authenticate(ctx)
     return await inner(ctx)
 
 

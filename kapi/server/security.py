@@ -9,6 +9,7 @@ from kapi.config import Config
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers
 
+DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # --service-account-issuer's default
 ADMIN = UserInfo("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
 
 
@@ -19,7 +20,12 @@ def build_authenticator(config: Config, informers: Informers | None, admin_token
         tokens.update(read_token_file(config.token_auth_file))
     if admin_token:
         tokens[admin_token] = ADMIN
-    return Authenticator(tokens, anonymous=config.anonymous_auth)
+    # kube: --api-audiences, else every --service-account-issuer.
+    audiences = config.api_audiences or config.service_account_issuers or (DEFAULT_ISSUER,)
+    authenticator = Authenticator(tokens, anonymous=config.anonymous_auth, api_audiences=tuple(audiences))
+    # Token authenticators after the token file, in kube's order: service accounts, the JWT
+    # authenticators of --authentication-config, the token webhook (add_token_authenticator).
+    return authenticator
 
 
 def build_authorizer(config: Config, informers: Informers | None) -> Authorizer:

@@ -1,19 +1,72 @@
-"""Authentication: x509 client certificates, bearer tokens (static file, the admin token), anonymous."""
+"""Authentication: kube's union of authenticators, tried in kube-apiserver's order.
+
+``Authenticator.authenticate(ctx)`` asks, in the order of kube's authenticator config
+(pkg/kubeapiserver/authenticator/config.go):
+
+1. the authenticating proxy (``--requestheader-*``: a client certificate of the request-header
+   CA, then the user from the headers; kapi.chain.authn.requestheader),
+2. x509 client certificates of the client CA (CN the user, each O a group),
+3. bearer tokens: the static token file (and the admin token) first, then every
+   ``TokenAuthenticator`` in the order they were added (service accounts, the JWT authenticators
+   of ``--authentication-config``, the token webhook);
+
+the first that says who the request is wins. One that fails (a certificate of another CA, a token
+no one knows) does not stop the others, but when none succeeds a failure is a 401, never
+anonymous; only a request with no credentials at all is ``system:anonymous`` (when
+``--anonymous-auth``). Every authenticated user is in ``system:authenticated`` (kube's
+AuthenticatedGroupAdder).
+"""
 
 from __future__ import annotations
 
 import csv
 import hmac
+import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, Sequence
 
 from cryptography import x509
-from cryptography.x509.oid import NameOID
+from cryptography.exceptions import InvalidSignature
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kapi import errors
+from kapi.chain.context import RequestContext
 from kapi.object.access import UserInfo
 
-ANONYMOUS = UserInfo("system:anonymous", groups=("system:unauthenticated",))
+log = logging.getLogger("kapi.chain.authn")
+
+ANONYMOUS_USER = "system:anonymous"
+ALL_AUTHENTICATED = "system:authenticated"
+ALL_UNAUTHENTICATED = "system:unauthenticated"
+ANONYMOUS = UserInfo(ANONYMOUS_USER, groups=(ALL_UNAUTHENTICATED,))
+
+Audiences = tuple[str, ...]
+
+
+class AuthenticationError(Exception):
+    """One authenticator's refusal (kube's ``err`` of AuthenticateRequest): the credential is its but bad."""
+
+
+class TokenAuthenticator(Protocol):
+    """A bearer-token authenticator (service accounts, JWT issuers, the token webhook, the token file).
+
+    ``audiences`` are the ones asked for (the API audiences for a request, a TokenReview's
+    spec.audiences); the answer is the user and the audiences the token is good for among them, or
+    None when the token is not this authenticator's or is invalid.
+    """
+
+    async def authenticate_token(self, token: str, audiences: Audiences
+                                 ) -> tuple[UserInfo, Audiences] | None: ...
+
+
+class RequestAuthenticator(Protocol):
+    """An authenticator of the whole request (the proxy's headers, a client certificate).
+
+    None: not this authenticator's request; raises ``AuthenticationError`` for a credential that is
+    its kind but bad.
+    """
+
+    async def authenticate_request(self, ctx: RequestContext) -> UserInfo | None: ...
 
 
 def read_token_file(path: str) -> dict[str, UserInfo]:
@@ -26,50 +79,199 @@ def read_token_file(path: str) -> dict[str, UserInfo]:
             if len(row) < 3:
                 raise ValueError(f"{path}:{lineno}: need at least token,user,uid")
             groups = tuple(g.strip() for g in row[3].split(",") if g.strip()) if len(row) > 3 else ()
-            users[row[0].strip()] = UserInfo(row[1].strip(), row[2].strip(), groups + ("system:authenticated",))
+            users[row[0].strip()] = UserInfo(row[1].strip(), row[2].strip(), groups)
     return users
+
+
+def with_authenticated_group(user: UserInfo) -> UserInfo:
+    """kube's AuthenticatedGroupAdder: ``system:authenticated`` added unless anonymous or already marked."""
+    if user.name == ANONYMOUS_USER or ALL_AUTHENTICATED in user.groups or ALL_UNAUTHENTICATED in user.groups:
+        return user
+    return UserInfo(user.name, user.uid, user.groups + (ALL_AUTHENTICATED,), user.extra)
+
+
+def intersect(ours: Sequence[str], asked: Sequence[str]) -> Audiences:
+    """kube's Audiences.Intersect: those of ``ours`` also in ``asked``, in our order."""
+    return tuple(a for a in ours if a in asked)
+
+
+@dataclass
+class StaticTokens:
+    """--token-auth-file (and the admin token): audience-agnostic, good for the API audiences only
+    (kube's WrapAudienceAgnosticToken)."""
+
+    tokens: dict[str, UserInfo] = field(default_factory=dict)
+    api_audiences: Audiences = ()
+
+    async def authenticate_token(self, token: str, audiences: Audiences) -> tuple[UserInfo, Audiences] | None:
+        if audiences and self.api_audiences:
+            good = intersect(self.api_audiences, audiences)
+            if not good:
+                return None
+        else:
+            good = audiences
+        for known, user in self.tokens.items():
+            if hmac.compare_digest(known.encode(), token.encode()):
+                return user, good
+        return None
+
+
+def load_certificates(path: str) -> tuple[x509.Certificate, ...]:
+    """The certificates of a PEM bundle (a CA file); ValueError when it holds none."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        certs = tuple(x509.load_pem_x509_certificates(data))
+    except ValueError as exc:
+        raise ValueError(f"{path}: no PEM certificates: {exc}") from None
+    return certs
+
+
+def verify_client_certificate(der: bytes, cas: Sequence[x509.Certificate]) -> x509.Certificate:
+    """The leaf when one of ``cas`` issued it, it is in its validity period and may authenticate a
+    client (kube's x509 Verify with ExtKeyUsageClientAuth); AuthenticationError saying why not.
+
+    The TLS layer verified the chain against every CA it accepts (the client CA and the
+    request-header CA); this says which of them it was.
+    """
+    import datetime
+
+    cert = x509.load_der_x509_certificate(der)
+    serial = f"{cert.serial_number:x}"
+    who = f'"{_common_name(cert)}" [serial={serial}]'
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if now < cert.not_valid_before_utc or now > cert.not_valid_after_utc:
+        raise AuthenticationError(f"verifying certificate {who} failed: x509: certificate has expired or is "
+                                  f"not yet valid")
+    try:
+        eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    except x509.ExtensionNotFound:
+        eku = None
+    if eku is not None and ExtendedKeyUsageOID.CLIENT_AUTH not in eku \
+            and ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE not in eku:
+        raise AuthenticationError(f"verifying certificate {who} failed: x509: certificate specifies an "
+                                  f"incompatible key usage")
+    for ca in cas:
+        if ca.subject != cert.issuer:
+            continue
+        try:
+            cert.verify_directly_issued_by(ca)
+        except (ValueError, TypeError, InvalidSignature):
+            continue
+        return cert
+    raise AuthenticationError(f"verifying certificate {who} failed: x509: certificate signed by unknown "
+                              f"authority")
+
+
+def _common_name(cert: x509.Certificate) -> str:
+    cn = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
+    return str(cn[0].value) if cn else ""
+
+
+def user_from_certificate(der: bytes | x509.Certificate) -> UserInfo | None:
+    """kube's CommonNameUserConversion: CN is the user name, each O a group; None without a CN."""
+    cert = x509.load_der_x509_certificate(der) if isinstance(der, bytes) else der
+    cn = _common_name(cert)
+    if not cn:
+        return None
+    orgs = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+    return UserInfo(cn, groups=tuple(str(o.value) for o in orgs))
+
+
+@dataclass
+class X509:
+    """Client certificates of the client CA (kube's x509 authenticator); ``cas`` None: trust the TLS
+    layer's verification (it accepts no other CA)."""
+
+    cas: Sequence[x509.Certificate] | None = None
+
+    async def authenticate_request(self, ctx: RequestContext) -> UserInfo | None:
+        if not ctx.client_cert:
+            return None
+        if self.cas is None:
+            return user_from_certificate(ctx.client_cert)
+        return user_from_certificate(verify_client_certificate(ctx.client_cert, self.cas))
+
+
+_INVALID_TOKEN = "invalid bearer token"
 
 
 @dataclass
 class Authenticator:
-    """Maps a request's credentials to a UserInfo, or refuses it with 401."""
+    """kube's authenticator union (see the module docstring); ``authenticate`` raises 401."""
 
-    tokens: dict[str, UserInfo] = field(default_factory=dict)
-    anonymous: bool = True
+    tokens: dict[str, UserInfo] = field(default_factory=dict)  # --token-auth-file and the admin token
+    anonymous: bool = True  # --anonymous-auth
+    token_authenticators: list[TokenAuthenticator] = field(default_factory=list)  # after the static tokens
+    api_audiences: Audiences = ()  # --api-audiences (the issuer's by default): what a request's token is for
+    x509: RequestAuthenticator | None = field(default_factory=X509)  # None: no client certificates
+    request_header: RequestAuthenticator | None = None  # --requestheader-client-ca-file
+    # AuthenticationConfiguration's anonymous.conditions: anonymous only for these paths (None: any path)
+    anonymous_paths: frozenset[str] | None = None
+    _static: StaticTokens = field(init=False, repr=False)
 
-    async def authenticate_token(self, token: str, audiences: tuple[str, ...] = ()
-                                 ) -> tuple[UserInfo, tuple[str, ...]] | None:
-        """The user a bearer token is and the audiences it is good for (a static token: any); None if unknown."""
-        for known, user in self.tokens.items():
-            if hmac.compare_digest(known, token):
-                return user, audiences
+    def __post_init__(self) -> None:
+        self._static = StaticTokens(self.tokens, self.api_audiences)
+
+    def add_token_authenticator(self, authenticator: TokenAuthenticator) -> None:
+        """Ask ``authenticator`` about bearer tokens after the ones added before it."""
+        self.token_authenticators.append(authenticator)
+
+    async def authenticate_token(self, token: str, audiences: Audiences = ()
+                                 ) -> tuple[UserInfo, Audiences] | None:
+        """The user a bearer token is (with ``system:authenticated``) and the audiences it is good for
+        among ``audiences`` (() asks for the API audiences); None if no token authenticator knows it.
+        TokenReview answers from this."""
+        asked = audiences or self.api_audiences
+        for authenticator in (self._static, *self.token_authenticators):
+            try:
+                found = await authenticator.authenticate_token(token, asked)
+            except AuthenticationError as exc:
+                log.debug("token authenticator %s: %s", type(authenticator).__name__, exc)
+                continue
+            if found is not None:
+                return with_authenticated_group(found[0]), found[1]
         return None
 
-    def authenticate(self, authorization: str, client_cert_der: bytes | None = None) -> UserInfo:
-        """x509 first (the TLS layer verified the chain against kapi's CA), then a bearer token."""
-        if client_cert_der:
-            return user_from_certificate(client_cert_der)
-        if authorization:
-            scheme, _, token = authorization.partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
-                token = token.strip()
-                for known, user in self.tokens.items():
-                    if hmac.compare_digest(known, token):
-                        return user
+    async def authenticate(self, ctx: RequestContext) -> UserInfo:
+        """Who ``ctx`` is, in kube's order; 401 when a credential fails, or none is sent and anonymous is off."""
+        failures: list[str] = []
+        for authenticator in (self.request_header, self.x509):
+            if authenticator is None:
+                continue
+            try:
+                user = await authenticator.authenticate_request(ctx)
+            except AuthenticationError as exc:
+                failures.append(str(exc))
+                continue
+            if user is not None:
+                return with_authenticated_group(user)
+        token = bearer_token(ctx.header("authorization"))
+        if token:
+            found = await self.authenticate_token(token, self.api_audiences)
+            if found is not None:
+                user, good = found
+                if self.api_audiences and good and not intersect(self.api_audiences, good):
+                    # kube's audiencesAreAcceptable: a token for another audience is no credential here.
+                    raise errors.Unauthorized("Unauthorized")
+                ctx.headers.pop("authorization", None)  # kube removes it once it has served
+                return user
+            failures.append(_INVALID_TOKEN)
+        if failures:
+            log.debug("unable to authenticate %s %s: %s", ctx.method, ctx.path, "; ".join(failures))
             raise errors.Unauthorized("Unauthorized")
-        if self.anonymous:
+        if self.anonymous and (self.anonymous_paths is None or ctx.path in self.anonymous_paths):
             return ANONYMOUS
         raise errors.Unauthorized("Unauthorized")
 
 
-def user_from_certificate(der: bytes) -> UserInfo:
-    """kube-apiserver's x509 mapping: CN is the user name, each O a group."""
-    cert = x509.load_der_x509_certificate(der)
-    cn = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
-    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
-    if not cn:
-        raise errors.Unauthorized("Unauthorized")
-    return UserInfo(str(cn[0]), groups=tuple(str(o) for o in orgs) + ("system:authenticated",))
+def bearer_token(authorization: str) -> str:
+    """kube's bearertoken: the token of ``Bearer <token>`` (the scheme in any case); "" for none or
+    another scheme (which is then no credential at all: kube ignores it)."""
+    parts = authorization.strip().split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer":
+        return ""
+    return parts[1]
 
 
 @dataclass
