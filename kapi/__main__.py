@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 from typing import NoReturn, Sequence
 
 import trio
@@ -203,6 +204,23 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how long in-flight requests may take to finish on shutdown")
     s.add_argument("--max-body-bytes", type=_count, default=d.max_body_bytes, help="larger bodies get 413")
     s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
+    k = sub.add_parser(
+        "kubeconfig", help="mint a client certificate for a user from kapi's CA and write a kubeconfig",
+        description="A kubeconfig for a user other than admin: a client certificate signed by the CA under "
+                    "--data-dir (CN = the user, O = each group, as kube's x509 authentication reads them). "
+                    "What the user may do is up to RBAC: bind a Role or ClusterRole to the user or a group.")
+    k.add_argument("--user", required=True, metavar="NAME", help="the user name (the certificate's CN)")
+    k.add_argument("--group", action="append", default=[], metavar="G",
+                   help="a group of the user (an O of the certificate; repeatable)")
+    k.add_argument("--out", default="", metavar="FILE", help="file to write (0600); default: standard output")
+    k.add_argument("--data-dir", default=d.data_dir, metavar="DIR",
+                   help=f"the server's data directory, its CA under pki/ (default {d.data_dir})")
+    k.add_argument("--server", default="", metavar="URL",
+                   help="the server's URL (default: the one in <data-dir>/admin.kubeconfig, else "
+                        f"https://{d.bind_address}:{d.secure_port})")
+    k.add_argument("--namespace", default="default", help="the context's namespace (default default)")
+    k.add_argument("--validity-period", type=_positive_duration_s, default="8760h", metavar="DURATION",
+                   help="how long the certificate is valid, at most as long as the CA (default 8760h)")
     return parser
 
 
@@ -264,8 +282,54 @@ def config_from_args(args: argparse.Namespace) -> Config:
     )
 
 
+def _server_url(data_dir: Path) -> str:
+    """The URL a running (or the last) server wrote into its admin kubeconfig, else the default address."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load((data_dir / "admin.kubeconfig").read_text())
+        return str(doc["clusters"][0]["cluster"]["server"])
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError):
+        d = Config()
+        return f"https://{d.bind_address}:{d.secure_port}"
+
+
+def kubeconfig_command(args: argparse.Namespace) -> int:
+    """``kapi kubeconfig``: mint a user's client certificate and write its kubeconfig (stdout or --out)."""
+    from kapi.server.pki import mint_client_certificate, user_kubeconfig, write_private_file
+
+    data_dir = Path(args.data_dir)
+    try:
+        credential = mint_client_certificate(data_dir, args.user, tuple(args.group), args.validity_period)
+    except FileNotFoundError as exc:
+        print(f"kapi kubeconfig: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"kapi kubeconfig: {exc}", file=sys.stderr)
+        return 1
+    doc = user_kubeconfig(args.server or _server_url(data_dir), credential, args.namespace)
+    if "system:masters" in credential.groups:
+        print("kapi kubeconfig: warning: system:masters is allowed everything, whatever RBAC says",
+              file=sys.stderr)
+    if not args.out:
+        sys.stdout.buffer.write(doc)
+        sys.stdout.flush()
+        return 0
+    try:
+        write_private_file(Path(args.out), doc)
+    except OSError as exc:
+        print(f"kapi kubeconfig: {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    groups = ", ".join(credential.groups) or "none"
+    print(f"kubeconfig of user {credential.user!r} (groups: {groups}) written to {args.out}; "
+          f"its certificate is valid until {credential.not_after:%Y-%m-%d %H:%M} UTC", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "kubeconfig":
+        return kubeconfig_command(args)
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)

@@ -158,3 +158,88 @@ def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:
     tmp = path.with_suffix(".tmp")
     _write_private(tmp, yaml.safe_dump(doc, sort_keys=False).encode())
     os.replace(tmp, path)
+
+
+@dataclass(frozen=True, slots=True)
+class UserCredential:
+    """A client certificate minted by kapi's CA for one user (``kapi kubeconfig``), PEM."""
+
+    user: str
+    groups: tuple[str, ...]
+    cert_pem: bytes
+    key_pem: bytes
+    ca_pem: bytes
+    not_after: dt.datetime
+
+
+def mint_client_certificate(data_dir: Path, user: str, groups: tuple[str, ...] = (),
+                            validity_s: float = 365 * 86400.0) -> UserCredential:
+    """A client certificate for ``user`` signed by ``<data-dir>/pki/ca.key``: CN the user, one O per group.
+
+    That is what kube's x509 authenticator reads (CN -> user name, O -> groups), as kubeadm's
+    ``kubeconfig user --client-name --org`` mints it. The validity ends no later than the CA's.
+
+    Raises:
+        FileNotFoundError: no CA under the data directory yet (``kapi serve`` makes it on first start).
+        ValueError: an empty user name or group, or a validity that is not positive.
+    """
+    if not user or user != user.strip():
+        raise ValueError(f"invalid user name {user!r}")
+    if any(not g or g != g.strip() for g in groups):
+        raise ValueError(f"invalid group name in {list(groups)!r}")
+    if not validity_s > 0:
+        raise ValueError("the validity must be positive")
+    pki = data_dir / "pki"
+    ca_cert_path, ca_key_path = pki / "ca.crt", pki / "ca.key"
+    for path in (ca_cert_path, ca_key_path):
+        if not path.is_file():
+            raise FileNotFoundError(2, "no CA here: kapi serve makes it on its first start", str(path))
+    ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
+    ca_pem = ca_cert_path.read_bytes()
+    ca_cert = x509.load_pem_x509_certificate(ca_pem)
+    # Duplicate groups are one O each in kube's reading anyway; keep the first of each.
+    groups = tuple(dict.fromkeys(groups))
+    subject = x509.Name([*(x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups),
+                         x509.NameAttribute(NameOID.COMMON_NAME, user)])
+    key = _key()
+    now = dt.datetime.now(dt.timezone.utc)
+    not_after = min(now + dt.timedelta(seconds=validity_s), ca_cert.not_valid_after_utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(ca_cert.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(not_after)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(
+                digital_signature=True, key_encipherment=True, content_commitment=False, data_encipherment=False,
+                key_agreement=False, key_cert_sign=False, crl_sign=False, encipher_only=False,
+                decipher_only=False), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))  # type: ignore[arg-type]
+    return UserCredential(user, groups, cert.public_bytes(serialization.Encoding.PEM), _pem_key(key), ca_pem,
+                          not_after)
+
+
+def user_kubeconfig(server: str, credential: UserCredential, namespace: str = "default") -> bytes:
+    """A kubeconfig (YAML) for one minted user: CA, client certificate and key embedded, no token."""
+    context = f"{credential.user}@kapi"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kapi", "cluster": {
+            "server": server,
+            "certificate-authority-data": base64.b64encode(credential.ca_pem).decode()}}],
+        "users": [{"name": credential.user, "user": {
+            "client-certificate-data": base64.b64encode(credential.cert_pem).decode(),
+            "client-key-data": base64.b64encode(credential.key_pem).decode()}}],
+        "contexts": [{"name": context, "context": {"cluster": "kapi", "user": credential.user,
+                                                    "namespace": namespace}}],
+        "current-context": context,
+        "preferences": {},
+    }
+    return yaml.safe_dump(doc, sort_keys=False).encode()
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` readable by its owner only (0600), replacing it in one step."""
+    tmp = path.with_name(path.name + ".tmp")
+    _write_private(tmp, data)
+    os.replace(tmp, path)

@@ -27,8 +27,9 @@ async def make_app(nursery: trio.Nursery, tmp_path: Path, reads: int, writes: in
     registry = Registry(storage, ResourceTable(BUILTIN))
     tokens = tmp_path / "tokens.csv"
     tokens.write_text(f'{USER},alice,uid-1,"developers"\n')
+    # The user's requests must reach the in-flight limit whatever the default authorization (issue 12).
     config = Config(storage_backend="memory", max_requests_inflight=reads, max_mutating_requests_inflight=writes,
-                    token_auth_file=str(tokens))
+                    token_auth_file=str(tokens), authorization_mode=("AlwaysAllow",))
     app = build_app(config, registry, ADMIN, Health(ready=True))
     await bootstrap(registry, NamespaceController(registry))
     return app

@@ -137,7 +137,9 @@ class Target:
     def _start(self, data_dir: Path) -> Server:
         if getattr(self, "endpoint", None) is not None:
             self.endpoint.close()
-        srv = start_server(data_dir)
+        # AlwaysAllow named: anonymous fuzzed requests must reach the handlers, as they did before
+        # the default became Node,RBAC (issue 12).
+        srv = start_server(data_dir, "--authorization-mode", "AlwaysAllow")
         self.endpoint = Endpoint.from_url(srv.url, str(srv.ca_file))
         self._log_offset = srv.log.stat().st_size if srv.log.exists() else 0
         self.server = srv
