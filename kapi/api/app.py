@@ -145,7 +145,8 @@ class App:
             headers.setdefault(k.decode("latin-1").lower(), v.decode("latin-1"))
         method = "GET" if scope["type"] == "websocket" else scope["method"]
         ctx = RequestContext(method, scope.get("path", "/"), parse_query(scope.get("query_string", b"")), headers,
-                             client_cert=self.peer_certificates.get(scope.get("client")))
+                             client_cert=self.peer_certificates.get(scope.get("client")),
+                             raw_headers=scope.get("headers", ()))
         if method not in _BODY_METHODS:
             return ctx, None
         # Read only when a handler asks, after authorization, and within the request's deadline.

@@ -26,6 +26,8 @@ class SelfSubjectReviewStrategy(ReviewStrategy):
         info: Obj = {"username": requester.name, "groups": list(requester.groups)}
         if requester.uid:
             info["uid"] = requester.uid
+        if requester.extra:
+            info["extra"] = {k: list(v) for k, v in requester.extra.items()}
         review["status"] = {"userInfo": info}
         return review
 

@@ -7,7 +7,7 @@ in what they resolve (request info, user, deadline), and the handlers read the b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, Sequence
 from urllib.parse import parse_qsl, unquote
 
 from kapi.object.access import UserInfo
@@ -184,6 +184,10 @@ class RequestContext:
     query: dict[str, str]
     headers: dict[str, str]
     client_cert: bytes | None = None  # DER of the verified TLS client certificate
+    # Every header as sent, repeats included (``headers`` keeps the first of each): the few that
+    # kube reads in full (Impersonate-Group, the proxy's group and extra headers) are read here.
+    raw_headers: Sequence[tuple[bytes, bytes]] = ()
+    impersonator: UserInfo | None = None  # the authenticated user when ``user`` is impersonated (audit)
     body_reader: BodyReader = _no_body  # reads the whole body (bounded by --max-body-bytes), once
     deadline: float | None = None  # trio time by which a non-long-running request must be answered
     warnings: list[str] = field(default_factory=list)
@@ -194,6 +198,14 @@ class RequestContext:
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "")
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value sent for header ``name`` (lower case), in order, as Go's ``Header[name]``."""
+        if name not in self.headers:
+            return []
+        wanted = name.encode("latin-1")
+        values = [v.decode("latin-1") for k, v in self.raw_headers if k.lower() == wanted]
+        return values or [self.headers[name]]
 
     @property
     def info(self) -> RequestInfo:

@@ -18,6 +18,7 @@ from kapi import errors
 from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
 from kapi.chain.context import RequestContext, new_request_info, parse_go_duration
+from kapi.chain.impersonation import impersonate
 from kapi.metrics import Metrics
 from kapi.object.access import Attributes
 
@@ -29,8 +30,6 @@ Handler = Callable[[RequestContext], Awaitable[Any]]
 TIMEOUT_MESSAGE = "Timeout: request did not complete within the allotted timeout"
 _PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
 _PUBLIC_PREFIXES = ("/healthz/", "/livez/", "/readyz/")
-_IMPERSONATION_HEADERS = {"impersonate-user": "Impersonate-User", "impersonate-group": "Impersonate-Group",
-                          "impersonate-uid": "Impersonate-Uid"}
 
 
 @dataclass
@@ -98,14 +97,11 @@ async def authenticate(chain: Chain, ctx: RequestContext, inner: Handler) -> Any
     return await inner(ctx)
 
 
-async def refuse_impersonation(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """Where kube's WithImpersonation sits: impersonation headers are refused (403), not ignored, until
-    impersonation is implemented: a client asking to act as another user must not silently act as itself."""
-    asked = sorted({_IMPERSONATION_HEADERS.get(name, "Impersonate-Extra-*") for name in ctx.headers
-                    if name in _IMPERSONATION_HEADERS or name.startswith("impersonate-extra-")})
-    if asked:
-        raise errors.Forbidden(f"impersonation is not supported yet: this server refuses requests that "
-                               f"carry {', '.join(asked)}")
+async def impersonation(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithImpersonation: Impersonate-User/-Group/-Uid/-Extra-*, each allowed by the authorizer
+    (verb impersonate), make the request the impersonated user's; the authenticated one stays on
+    ``ctx.impersonator``. A refusal is kube's 403 for the first part not allowed."""
+    await impersonate(chain.authz, ctx)
     return await inner(ctx)
 
 
@@ -154,7 +150,7 @@ async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
 # authenticate inside the deadline (a slow token check is bounded too) and before the in-flight
 # limit (system:masters is exempt); authorize last, so a user exists. The body is read by the
 # handlers, after all of these: an unauthenticated or forbidden client never gets its body read.
-CHAIN: tuple[Filter, ...] = (recover, request_info, deadline, authenticate, refuse_impersonation,
+CHAIN: tuple[Filter, ...] = (recover, request_info, deadline, authenticate, impersonation,
                              limit_in_flight, authorize)
 
 

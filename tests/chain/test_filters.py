@@ -23,7 +23,7 @@ CM = "/api/v1/namespaces/default/configmaps"
 def test_chain_reads_top_down_in_kubes_order() -> None:
     """Issue 11: outermost first, as kube's DefaultBuildHandlerChain (impersonation where kube has it)."""
     assert [f.__name__ for f in filters.CHAIN] == [
-        "recover", "request_info", "deadline", "authenticate", "refuse_impersonation", "limit_in_flight",
+        "recover", "request_info", "deadline", "authenticate", "impersonation", "limit_in_flight",
         "authorize"]
 
 
@@ -62,7 +62,7 @@ class Run:
         return await self.serve(RequestContext(method, path.partition("?")[0], query, hdrs))
 
 
-ALL = ["recover", "request_info", "deadline", "authenticate", "refuse_impersonation", "limit_in_flight",
+ALL = ["recover", "request_info", "deadline", "authenticate", "impersonation", "limit_in_flight",
        "authorize", "handler"]
 
 
@@ -89,10 +89,15 @@ async def test_an_unauthenticated_request_stops_at_authenticate() -> None:
 
 
 async def test_impersonation_stops_before_the_in_flight_limit() -> None:
-    run = Run()
-    with pytest.raises(errors.Forbidden, match="impersonation is not supported"):
+    """Issue 12: a refused impersonation ends at the impersonation filter; an allowed one goes on as the
+    impersonated user."""
+    run = Run(modes=("AlwaysDeny",))
+    with pytest.raises(errors.Forbidden, match='users "bob" is forbidden: User "alice" cannot impersonate'):
         await run("GET", CM, impersonate_user="bob")
     assert run.entered == ALL[:5]
+    run = Run()
+    assert await run("GET", CM, impersonate_user="bob") == "answered"
+    assert (run.seen[0].user.name, run.seen[0].impersonator) == ("bob", ALICE)
 
 
 async def test_a_full_in_flight_limit_stops_before_authorize_and_masters_pass() -> None:

@@ -417,8 +417,10 @@ def test_item10_first_authorization_header_wins(kapi: Kapi) -> None:
 
 
 def test_item10_impersonation_refused(kapi: Kapi) -> None:
-    """Issue 10 item 10: Impersonate-User is refused with 403 rather than ignored."""
-    status_of(kapi.send("GET", "/api/v1/namespaces", headers=[("Impersonate-User", "someone")]), 403, "Forbidden")
+    """Issue 10 item 10: impersonation headers are not ignored. Issue 12: impersonation exists; a group
+    without a user is refused (400), not silently dropped."""
+    status_of(kapi.send("GET", "/api/v1/namespaces", headers=[("Impersonate-Group", "system:masters")]), 400,
+              "BadRequest")
 
 
 def test_item10_file_modes(tmp_path: Path) -> None:
