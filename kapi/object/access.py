@@ -39,6 +39,10 @@ class Attributes:
     namespace: str = ""
     name: str = ""
     path: str = ""
+    # A list, watch or deletecollection's ?fieldSelector= and ?labelSelector= as sent (kube's
+    # AuthorizeWithSelectors): the Node authorizer and the Webhook's SubjectAccessReview read them.
+    field_selector: str = ""
+    label_selector: str = ""
 
 
 ALLOW: Final = "Allow"
@@ -52,6 +56,7 @@ class Decision:
 
     decision: str
     reason: str = ""
+    error: str = ""  # an authorizer that could not decide (a webhook down): kube's err; 500 unless allowed
 
     @property
     def allowed(self) -> bool:

@@ -70,14 +70,18 @@ class Authorizer:
     async def authorize(self, attrs: Attributes) -> Decision:
         if SYSTEM_MASTERS in attrs.user.groups:
             return _PRIVILEGED
-        reasons = []
+        reasons, errs = [], []
         for mode in self.modes:
             decision = await mode.authorize(attrs)
             if decision.decision != NO_OPINION:
                 return decision
             if decision.reason:
                 reasons.append(decision.reason)
-        return Decision(NO_OPINION, "; ".join(reasons))
+            if decision.error:
+                errs.append(decision.error)
+        # kube's union aggregates the modes' errors (utilerrors.NewAggregate: one as is, more in [a, b]).
+        error = errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]" if errs else ""
+        return Decision(NO_OPINION, "; ".join(reasons), error)
 
     def rules_for(self, user: UserInfo, namespace: str) -> Rules:
         """Every resolving mode's rules for ``user`` (kube's union of rule resolvers); incomplete when a
@@ -100,9 +104,12 @@ class Authorizer:
         return Rules(tuple(resource), tuple(non_resource), incomplete, "; ".join(errs))
 
     async def check(self, attrs: Attributes) -> None:
-        """Raise kube's 403 Forbidden unless the union allows ``attrs``."""
+        """Raise kube's 403 Forbidden unless the union allows ``attrs``; 500 when it could not decide
+        (an authorizer's error, a webhook down: kube's WithAuthorization answers InternalError)."""
         decision = await self.authorize(attrs)
         if not decision.allowed:
+            if decision.error:
+                raise errors.InternalError(f"Internal error occurred: {decision.error}")
             raise forbidden(attrs, decision.reason)
 
 
