@@ -268,6 +268,16 @@ class Handlers:
         review = {"kind": res.kind, "apiVersion": res.group_version,
                   "metadata": {"creationTimestamp": None, **(obj.get("metadata") or {})},
                   **{k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata", "status")}}
+        # kube's EnsureObjectNamespaceMatchesRequestNamespace: a namespaced review takes the URL's namespace
+        # (another one is a 400), a cluster-scoped one has none.
+        md = review["metadata"]
+        if not res.namespaced:
+            md.pop("namespace", None)
+        elif md.get("namespace") and md["namespace"] != ctx.info.namespace:
+            raise errors.BadRequest("the namespace of the provided object does not match the namespace "
+                                    "sent on the request")
+        else:
+            md["namespace"] = ctx.info.namespace
         return await res.strategy.answer(review, ctx.user, self.access)
 
     async def update(self, ctx: RequestContext, res: Resource) -> Response:

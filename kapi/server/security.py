@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.authz import Authorizer, Mode, from_modes
+from kapi.chain.authz.rbac import RBAC
 from kapi.config import Config
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers
@@ -31,4 +32,6 @@ def build_authenticator(config: Config, informers: Informers | None, admin_token
 def build_authorizer(config: Config, informers: Informers | None) -> Authorizer:
     """The --authorization-mode union; RBAC and Node read ``informers`` (required for them)."""
     build: dict[str, Mode] = {}
+    if "RBAC" in config.authorization_mode and informers is not None:
+        build["RBAC"] = RBAC(informers)  # the four RBAC informers feed its index
     return from_modes(config.authorization_mode, build)
