@@ -543,6 +543,25 @@ def _unknown_field(name: str, labels: FieldLabels | None, allowed: Collection[st
     )
 
 
+def parse_field_terms(text: str) -> FieldSelector:
+    """fields.ParseSelector alone, without a kind's field label conversion: any field name is kept
+    (what authorization reads of a request's selector, kube's AuthorizeWithSelectors).
+
+    Raises:
+        BadRequest: malformed selector.
+    """
+    parsed: list[FieldRequirement] = []
+    for term in sorted(_split_terms(text)):
+        if not term:
+            continue
+        split = _split_term(term)
+        if split is None:
+            raise BadRequest(f"invalid selector: '{text}'; can't understand '{term}'")
+        lhs, op, rhs = split
+        parsed.append(FieldRequirement(lhs, "!=" if op == "!=" else "=", _unescape_field_value(rhs)))
+    return FieldSelector(tuple(parsed))
+
+
 def parse_field_selector(
     text: str, allowed: Collection[str], *, labels: FieldLabels | None = None
 ) -> FieldSelector:
@@ -555,16 +574,7 @@ def parse_field_selector(
     Raises:
         BadRequest: malformed selector or a field not in ``allowed``.
     """
-    terms = sorted(_split_terms(text))
-    parsed: list[FieldRequirement] = []
-    for term in terms:
-        if not term:
-            continue
-        split = _split_term(term)
-        if split is None:
-            raise BadRequest(f"invalid selector: '{text}'; can't understand '{term}'")
-        lhs, op, rhs = split
-        parsed.append(FieldRequirement(lhs, "!=" if op == "!=" else "=", _unescape_field_value(rhs)))
+    parsed = parse_field_terms(text).requirements
     aliases = labels.aliases if labels is not None else {}
     out = []
     for req in parsed:
