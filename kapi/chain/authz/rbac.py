@@ -67,12 +67,21 @@ class Binding:
                 f'to {describe_subject(subject, "")}')
 
 
-@dataclass(frozen=True, slots=True)
 class Grant:
-    """The rules one binding gives a user: where they come from (kube's source describer) and the rules."""
+    """The rules one binding gives a user, and the subject of the binding that names the user."""
 
-    source: str
-    rules: tuple[Mapping[str, Any], ...]
+    __slots__ = ("binding", "subject", "rules", "_source")
+
+    def __init__(self, binding: Binding, subject: Mapping[str, Any], rules: tuple[Mapping[str, Any], ...]) -> None:
+        self.binding, self.subject, self.rules = binding, subject, rules
+        self._source = ""
+
+    @property
+    def source(self) -> str:
+        """Where the rules come from, as kube's reasons say it (made once, when first asked)."""
+        if not self._source:
+            self._source = self.binding.describe(self.subject)
+        return self._source
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +216,7 @@ class RBACIndex:
                 if rules is None:
                     errs.append(err)
                     continue
-                grants.append(Grant(binding.describe(subject), rules))
+                grants.append(Grant(binding, subject, rules))
         resolved = Resolved(tuple(grants), tuple(errs))
         if len(self._memo) >= MEMO_LIMIT:
             self._memo.clear()
