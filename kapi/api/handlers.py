@@ -194,7 +194,8 @@ class Handlers:
                 "Invalid value: must only contain printable characters"
             raise errors.invalid("CreateOptions", "meta.k8s.io", "", [errors.Cause(
                 "FieldValueTooLong" if "Too long" in detail else "FieldValueInvalid", detail, "fieldManager")])
-        return WriteOptions(dry_run=bool(dry), field_manager=manager_name(manager, ctx.header("user-agent")))
+        return WriteOptions(dry_run=bool(dry), field_manager=manager_name(manager, ctx.header("user-agent")),
+                            requester=ctx.user, access=self.access)
 
     def _decode_object(self, ctx: RequestContext, res: Resource, *, kind: str = "") -> Obj:
         media = negotiate.body_media_type(ctx.header("content-type"), protobuf=protobuf.supports(

@@ -28,8 +28,6 @@ Handler = Callable[[RequestContext], Awaitable[Any]]
 
 # kube's WithTimeoutForNonLongRunningRequests answers a request past its deadline with this Status.
 TIMEOUT_MESSAGE = "Timeout: request did not complete within the allotted timeout"
-_PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version", "/version/")
-_PUBLIC_PREFIXES = ("/healthz/", "/livez/", "/readyz/")
 
 
 @dataclass
@@ -140,9 +138,12 @@ def attributes(ctx: RequestContext) -> Attributes:
 
 
 async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """kube's WithAuthorization: 403 unless the union allows the request (health and version are public)."""
-    if ctx.info.is_resource or ctx.path not in _PUBLIC_PATHS and not ctx.path.startswith(_PUBLIC_PREFIXES):
-        await chain.authz.check(attributes(ctx))
+    """kube's WithAuthorization: 403 unless the union allows the request.
+
+    No path is exempt, as in kube-apiserver: /healthz, /livez, /readyz and /version are public
+    because the bootstrap policy's system:public-info-viewer allows them to everyone, and a server
+    whose modes allow nothing (AlwaysDeny) refuses them too."""
+    await chain.authz.check(attributes(ctx))
     return await inner(ctx)
 
 

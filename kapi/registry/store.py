@@ -29,7 +29,8 @@ from kapi.object.validation import validate_object_meta, validate_update_meta
 from kapi.registry import deletion, listing, scale, watching
 from kapi.registry.deletion import DeleteOptions, DeleteResult
 from kapi.registry.resources import Resource, ResourceTable
-from kapi.registry.strategy import Allocation
+from kapi.object.access import UserInfo
+from kapi.registry.strategy import Access, Allocation
 from kapi.storage.base import KeyValue, ListResult, Storage
 
 Obj = dict[str, Any]
@@ -43,6 +44,10 @@ _GUARANTEED_UPDATE_TRIES = 16
 class WriteOptions:
     dry_run: bool = False
     field_manager: str = ""
+    # Who writes, and what judges their access: a strategy's ``authorize_write`` reads them (RBAC's
+    # escalation check). None for the server's own writes (bootstrap, controllers), which may do anything.
+    requester: UserInfo | None = None
+    access: Access | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +255,7 @@ class Registry:
 
     async def create(self, res: Resource, namespace: str, obj: Obj, opts: WriteOptions) -> Obj:
         obj = self._prepare_create(res, namespace, obj)
+        await res.strategy.authorize_write(obj, None, opts)
         self._track_fields(res, None, obj, opts, "")
         md = obj["metadata"]
         if res.namespaced:
@@ -403,6 +409,8 @@ class Registry:
             go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
             new = mutate(copy.deepcopy(old))
             new = self._prepare_update(res, new, old, subresource)
+            # After validation, on each try: what is judged is the object this try would write.
+            await res.strategy.authorize_write(new, old, opts)
             self._track_fields(res, old, new, opts, subresource)
             if res.strategy.finished(new):
                 # The update removed the last finalizer of an object being deleted: it goes now.

@@ -24,6 +24,7 @@ from kapi.object.validation import RULE_DNS1123_SUBDOMAIN
 if TYPE_CHECKING:
     from kapi.registry.deletion import DeleteOptions
     from kapi.registry.resources import Resource
+    from kapi.registry.store import WriteOptions
 
 Obj = dict[str, Any]
 
@@ -35,6 +36,18 @@ class Allocation:
 
     lock: trio.Lock
     stored_values: Callable[[], Awaitable[list[bytes]]]
+
+
+class PolicyRuleResolver(Protocol):
+    """RBAC's rules as kube's AuthorizationRuleResolver gives them (PolicyRule dicts), for escalation checks."""
+
+    def rules_and_errors(self, user: UserInfo, namespace: str) -> tuple[list[Obj], list[str]]:
+        """Every rule bound to ``user`` in ``namespace`` (cluster bindings included), and the errors met."""
+        ...
+
+    def role_reference_rules(self, kind: str, name: str, namespace: str) -> tuple[list[Obj] | None, str]:
+        """The rules of the Role (of ``namespace``) or ClusterRole a roleRef names, or None and why not."""
+        ...
 
 
 class Access(Protocol):
@@ -52,6 +65,10 @@ class Access(Protocol):
     async def authenticate_token(self, token: str, audiences: tuple[str, ...]
                                  ) -> tuple[UserInfo, tuple[str, ...]] | None:
         """The user a bearer token is, and the audiences it is good for; None: no authenticator takes it."""
+        ...
+
+    def policy_rules(self) -> PolicyRuleResolver | None:
+        """RBAC's rule resolver (escalation checks of Roles and bindings); None when RBAC is not a mode."""
         ...
 
 
@@ -156,6 +173,11 @@ class Strategy:
 
     async def before_create(self, obj: Obj, alloc: Allocation) -> None:
         """Allocation of a create, after validation and before the write (a Service's ClusterIP)."""
+
+    async def authorize_write(self, new: Obj, old: Obj | None, opts: WriteOptions) -> None:
+        """Refuse a write its requester may not make (raise a StatusError): called after validation, on
+        create (``old`` None) and on each try of an update. ``opts.requester``/``opts.access`` are None for
+        the server's own writes. RBAC's kinds check escalation here (kube's policybased storage)."""
 
     async def answer(self, review: Obj, requester: UserInfo, access: Access) -> Obj:
         """A virtual kind's answer to a create (the reviews, kube's REST Create): ``review`` with its status.

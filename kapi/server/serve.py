@@ -29,9 +29,11 @@ from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.authz import Authorizer
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
+from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
+from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
 from kapi.server.security import build_authenticator, build_authorizer
@@ -196,10 +198,14 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             release_free_memory()
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await bootstrap(registry, namespaces)
+        await reconcile_bootstrap_policy(registry)  # kube's rbac/bootstrap-roles start-up hook
+        aggregation = ClusterRoleAggregationController(registry, informers.informer(RBAC_GROUP, "clusterroles"))
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
+        await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
+                                     restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
         await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry),
                                      restart=True))

@@ -269,3 +269,28 @@ async def test_the_informers_feed_rbac(rbac_api: Api) -> None:
     r = await rbac_api.request("DELETE", f"{RBAC_API}/namespaces/default/rolebindings/devs-read-pods")
     assert r.status == 200
     await _until(rbac_api, pods, 403)
+
+
+async def test_no_path_is_exempt_from_authorization(rbac_api: Api) -> None:
+    """Issue 12: as kube-apiserver, /healthz, /readyz, /livez and /version pass the authorizer like any
+    path; they are public only when a binding (the bootstrap policy's system:public-info-viewer) says so."""
+    for p in ("/healthz", "/readyz", "/livez", "/version"):
+        r = await rbac_api.request("GET", p, token=None)
+        assert r.status == 403, (p, r.body)
+        assert r.json()["message"] == f'forbidden: User "system:anonymous" cannot get path "{p}"'
+    r = await rbac_api.create(f"{RBAC_API}/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "info"},
+        "rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz", "/livez", "/readyz", "/version", "/version/"]}]})
+    assert r.status == 201
+    r = await rbac_api.create(f"{RBAC_API}/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "info"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "info"},
+        "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:unauthenticated"}]})
+    assert r.status == 201
+    with trio.fail_after(10):
+        while (await rbac_api.request("GET", "/healthz", token=None)).status != 200:
+            await trio.sleep(0.01)
+    for p in ("/readyz", "/livez", "/version"):
+        assert (await rbac_api.request("GET", p, token=None)).status == 200, p
+    assert (await rbac_api.request("GET", "/healthz/etcd", token=None)).status == 403  # not listed
+    assert (await rbac_api.request("GET", "/api/v1/namespaces", token=None)).status == 403
