@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import trio
-from cryptography.hazmat.primitives.asymmetric import ec
 from hypercorn.config import Config as HypercornConfig
 
 from kapi import __version__, apis
@@ -37,13 +36,9 @@ from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
-from kapi.server.security import tls_client_cas
-from kapi.server.security import build_audit
-from kapi.server.security import build_authenticator, build_authorizer, build_service_account_tokens
+from kapi.server.security import build_authenticator, build_authorizer
 from kapi.metrics import Metrics
-from kapi.chain.authn.serviceaccount import ServiceAccountTokens, load_private_key
-from kapi.controllers.serviceaccounttoken import TokensController
-from kapi.server.pki import ensure_pki, ensure_service_account_key, write_kubeconfig
+from kapi.server.pki import ensure_pki, write_kubeconfig
 from kapi.server.supervise import FatalError, supervise
 from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
@@ -111,37 +106,30 @@ async def compact_periodically(storage: Storage, interval_s: float) -> None:
 
 
 def build_app(config: Config, registry: Registry, token: str, health: Health,
-              informers: Informers | None = None, service_accounts: ServiceAccountTokens | None = None) -> App:
+              informers: Informers | None = None) -> App:
     """The API over ``registry``: its table and its schema are the ones the handlers, discovery and OpenAPI read.
 
     ``informers`` are the server's shared in-process informers (RBAC and the Node authorizer read
-    them); the caller runs them. ``token`` is the admin token (system:masters). ``service_accounts``
-    issues and checks service-account tokens (None: with a key made for this app alone, gone with it).
+    them); the caller runs them. ``token`` is the admin token (system:masters).
     """
     table, schema = registry.table, registry.schema
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
     authorizer = build_authorizer(config, informers)
-    if service_accounts is None:
-        service_accounts = build_service_account_tokens(config, informers, ec.generate_private_key(ec.SECP256R1()))
-    authenticator = build_authenticator(config, informers, token, service_accounts)
+    authenticator = build_authenticator(config, informers, token)
     return App(
         handlers=Handlers(registry, table, schema, authorizer, authenticator,
-                          min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes,
-                          named_creates={("", "serviceaccounts", "token"): partial(service_accounts.request_token,
-                                                                                   registry)}),
+                          min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes),
         discovery=Discovery(table),
         openapi=OpenAPIDocuments(schema, table),
         authn=authenticator,
         authz=authorizer,
         health=health,
         version_info=version,
-        issuer_discovery=service_accounts,
         max_body_bytes=config.max_body_bytes,
         request_timeout_s=config.request_timeout_s,
         metrics=registry.metrics,
         max_requests_inflight=config.max_requests_inflight,
         max_mutating_requests_inflight=config.max_mutating_requests_inflight,
-        audit=build_audit(config, schema),
     )
 
 
@@ -170,22 +158,13 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise FatalError(f"certificates in {data_dir / 'pki'}: {detail} "
                          f"({getattr(exc, 'filename', None) or 'remove the pki directory to make new ones'})") from None
-    try:
-        sa_key = load_private_key(ensure_service_account_key(data_dir, config.service_account_signing_key_file))
-    except (OSError, ValueError) as exc:
-        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise FatalError(f"service-account signing key: {detail} ({getattr(exc, 'filename', None) or ''})") from None
     storage = make_storage(config, data_dir)
     # The schema is loaded once per server; the registry and the API read this one.
     registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), root=key_root(config.etcd_prefix),
                         metrics=Metrics())
     health = Health()
     informers = Informers(registry)
-    try:
-        service_accounts = build_service_account_tokens(config, informers, sa_key)
-    except (OSError, ValueError) as exc:  # a key file that cannot be read, or a value kube refuses
-        raise FatalError(str(exc)) from None
-    app = build_app(config, registry, pki.admin_token, health, informers, service_accounts)
+    app = build_app(config, registry, pki.admin_token, health, informers)
     shutdown = trio.Event()
 
     hconf = HypercornConfig()
@@ -224,11 +203,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
-        if app.chain.audit is not None:  # its writers flush what is queued when the server stops
-            await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
-        await services.start(partial(supervise, "service-account token controller", partial(
-            _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text()), restart=True))
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
@@ -237,7 +212,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
 
         async with trio.open_nursery() as http:
             binds = await http.start(partial(supervise, "HTTPS server", partial(
-                _serve_https, app, hconf, tls_client_cas(config, str(pki.ca_cert)), shutdown.wait), restart=False))
+                _serve_https, app, hconf, str(pki.ca_cert), shutdown.wait), restart=False))
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
@@ -253,18 +228,13 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         services.cancel_scope.cancel()
 
 
-async def _tokens_controller(registry: Registry, informers: Informers, tokens: ServiceAccountTokens, ca_pem: str,
-                             *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    await TokensController(registry, informers, tokens, ca_pem).run(task_status=task_status)
-
-
 async def _collect_garbage(registry: Registry, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                            ) -> None:
     """A fresh collector each time: after a crash its owner index is rebuilt from a new watch."""
     await GarbageCollector(registry).run(task_status=task_status)
 
 
-async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...], shutdown_trigger: Callable[[], Awaitable[Any]],
+async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str, shutdown_trigger: Callable[[], Awaitable[Any]],
                        *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
     """hypercorn until ``shutdown_trigger``; a port that cannot be bound is a ``FatalError`` saying so."""
     bound = False
