@@ -21,6 +21,7 @@ from kapi.chain.context import RequestContext, new_request_info, parse_go_durati
 from kapi.chain.impersonation import impersonate
 from kapi.metrics import Metrics
 from kapi.object.access import Attributes
+from kapi.object.selectors import parse_field_terms
 
 log = logging.getLogger("kapi.chain")
 
@@ -132,9 +133,29 @@ def attributes(ctx: RequestContext) -> Attributes:
     """kube's GetAuthorizerAttributes: the request's user and what its path and verb address."""
     info = ctx.info
     if info.is_resource:
+        name, fields, labels = info.name, "", ""
+        if info.verb in _SELECTING_VERBS:  # kube's AuthorizeWithSelectors: what a list narrows itself to
+            fields, labels = ctx.query.get("fieldSelector", ""), ctx.query.get("labelSelector", "")
+            if not name and info.verb != "deletecollection" and fields:
+                name = _selected_name(fields)
         return Attributes(ctx.user, info.verb, True, info.group, info.version, info.resource, info.subresource,
-                          info.namespace, info.name, ctx.path)
+                          info.namespace, name, ctx.path, fields, labels)
     return Attributes(ctx.user, info.verb, False, path=ctx.path)
+
+
+_SELECTING_VERBS = frozenset(("list", "watch", "deletecollection"))
+
+
+def _selected_name(fields: str) -> str:
+    """kube's RequestInfoFactory: a list or watch with ``metadata.name=<n>`` addresses the object <n>
+    (so ``resourceNames`` rules and the Node authorizer see its name); none if the selector does not parse."""
+    try:
+        name = parse_field_terms(fields).exact_value("metadata.name")
+    except errors.StatusError:
+        return ""
+    if not name or name in (".", "..") or "/" in name or "%" in name:
+        return ""
+    return name
 
 
 async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.authz import Authorizer, Mode, from_modes
+from kapi.chain.authn.webhook import WebhookTokenAuthenticator
+from kapi.chain.authz.node import NodeAuthorizer
 from kapi.chain.authz.rbac import RBAC
+from kapi.chain.authz.webhook import WebhookAuthorizer
+from kapi.chain.webhookclient import load_webhook_kubeconfig
 from kapi.config import Config
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers
@@ -26,7 +30,26 @@ def build_authenticator(config: Config, informers: Informers | None, admin_token
     authenticator = Authenticator(tokens, anonymous=config.anonymous_auth, api_audiences=tuple(audiences))
     # Token authenticators after the token file, in kube's order: service accounts, the JWT
     # authenticators of --authentication-config, the token webhook (add_token_authenticator).
+    if config.authentication_token_webhook_config_file:  # the last token authenticator, as in kube
+        authenticator.add_token_authenticator(build_token_webhook(config, authenticator.api_audiences))
     return authenticator
+
+
+def build_token_webhook(config: Config, api_audiences: tuple[str, ...]) -> WebhookTokenAuthenticator:
+    """--authentication-token-webhook-config-file's TokenReview authenticator; ValueError on a bad kubeconfig."""
+    client = load_webhook_kubeconfig(config.authentication_token_webhook_config_file)
+    return WebhookTokenAuthenticator(client, config.authentication_token_webhook_version, api_audiences,
+                                     config.authentication_token_webhook_cache_ttl_s)
+
+
+def build_webhook_authorizer(config: Config) -> WebhookAuthorizer:
+    """The Webhook mode from --authorization-webhook-*; ValueError when its kubeconfig is missing or bad."""
+    if not config.authorization_webhook_config_file:
+        raise ValueError("authorization-mode Webhook's authorization config file not passed")
+    client = load_webhook_kubeconfig(config.authorization_webhook_config_file)
+    return WebhookAuthorizer(client, config.authorization_webhook_version,
+                             config.authorization_webhook_cache_authorized_ttl_s,
+                             config.authorization_webhook_cache_unauthorized_ttl_s)
 
 
 def build_authorizer(config: Config, informers: Informers | None) -> Authorizer:
@@ -34,4 +57,10 @@ def build_authorizer(config: Config, informers: Informers | None) -> Authorizer:
     build: dict[str, Mode] = {}
     if "RBAC" in config.authorization_mode and informers is not None:
         build["RBAC"] = RBAC(informers)  # the four RBAC informers feed its index
+    if "Node" in config.authorization_mode and informers is not None:
+        build["Node"] = NodeAuthorizer(informers)  # the pods and persistentvolumes informers feed its graph
+    if config.authorization_webhook_config_file and "Webhook" not in config.authorization_mode:
+        raise ValueError("cannot specify --authorization-webhook-config-file without mode Webhook")
+    if "Webhook" in config.authorization_mode:
+        build["Webhook"] = build_webhook_authorizer(config)
     return from_modes(config.authorization_mode, build)
