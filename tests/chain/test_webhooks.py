@@ -516,3 +516,73 @@ def test_kubeconfig_errors(tmp_path: Path, pki: Pki) -> None:
     token_file.write_text("from-file\n")
     with_file = load_webhook_kubeconfig(variant(lambda d: d["users"][0].update({"user": {"tokenFile": "token"}})))
     assert with_file.headers == {"Authorization": "Bearer from-file"}
+
+
+# ------------------------------------------------------------------ through the server's chain
+
+
+def review(body: dict[str, Any]) -> Answer:
+    """One webhook for both: TokenReviews as token_review, SubjectAccessReviews allow jane pods only."""
+    if body["kind"] == "TokenReview":
+        return 200, token_review(body), {}
+    spec = body["spec"]
+    attrs = spec.get("resourceAttributes") or {}
+    if spec.get("user") == "jane" and attrs.get("resource") == "pods":
+        return 200, {"status": {"allowed": True, "reason": "jane runs pods"}}, {}
+    return 200, {"status": {"allowed": False, "reason": "ask the ops team"}}, {}
+
+
+async def test_webhooks_in_the_servers_chain(webhook: Webhook, tmp_path: Path, nursery: trio.Nursery) -> None:
+    """Issue 12: --authentication-token-webhook-config-file and --authorization-mode Webhook in a real app."""
+    from kapi.api.app import Health
+    from kapi.apis import BUILTIN
+    from kapi.config import Config
+    from kapi.registry.resources import ResourceTable
+    from kapi.registry.store import Registry
+    from kapi.server.serve import build_app
+    from kapi.storage.memory import MemoryStorage
+    from tests.api.conftest import Api
+
+    webhook.answer = review
+    kubeconfig = write_kubeconfig(tmp_path / "pki" / "kubeconfig.yaml", webhook.url, webhook.pki)
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    config = Config(storage_backend="memory", authorization_mode=("Webhook",),
+                    authorization_webhook_config_file=str(kubeconfig),
+                    authentication_token_webhook_config_file=str(kubeconfig))
+    api = Api(build_app(config, registry, "admin-token", Health(ready=True)), registry)
+    r = await api.request("GET", "/api/v1/namespaces/default/pods", token="good")
+    assert r.status == 200, r.json()
+    r = await api.request("GET", "/api/v1/namespaces/default/secrets", token="good")
+    assert r.status == 403
+    assert r.json()["message"] == ('secrets is forbidden: User "jane" cannot list resource "secrets" in API group "" '
+                                   'in the namespace "default": ask the ops team')
+    assert (await api.request("GET", "/api/v1/namespaces/default/pods", token="bad")).status == 401
+    kinds = [s.body["kind"] for s in webhook.seen]
+    assert kinds.count("TokenReview") == 2 and kinds.count("SubjectAccessReview") == 2
+    # the token's review was cached: the same token again asks only about the new request
+    await api.request("GET", "/api/v1/namespaces/kube-system/pods", token="good")
+    assert [s.body["kind"] for s in webhook.seen[len(kinds):]] == ["SubjectAccessReview"]
+    tr = webhook.seen[0].body["spec"]
+    assert tr == {"token": "good", "audiences": ["https://kubernetes.default.svc.cluster.local"]}
+    # the webhook gone: requests it must decide are 500s (a Status), tokens it must check 401s
+    webhook.stop()
+    r = await api.request("GET", "/api/v1/namespaces/default/configmaps", token="admin-token")
+    assert r.status == 200  # system:masters never asks
+    r = await api.request("GET", "/api/v1/namespaces/default/configmaps", token="good")
+    assert r.status == 500 and r.json()["reason"] == "InternalError"
+    assert (await api.request("GET", "/api/v1/namespaces/default/pods", token="new-token")).status == 401
+
+
+def test_webhook_flags_kube_refuses(tmp_path: Path) -> None:
+    from kapi.config import Config
+    from kapi.server.security import build_authorizer
+
+    with pytest.raises(ValueError, match="authorization config file not passed"):
+        build_authorizer(Config(authorization_mode=("Webhook",)), None)
+    with pytest.raises(ValueError, match="without mode Webhook"):
+        build_authorizer(Config(authorization_mode=("AlwaysAllow",), authorization_webhook_config_file="x"), None)
+    with pytest.raises(WebhookConfigError):
+        build_authorizer(Config(authorization_mode=("Webhook",),
+                                authorization_webhook_config_file=str(tmp_path / "nope")), None)
