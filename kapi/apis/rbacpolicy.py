@@ -370,16 +370,211 @@ def controller_role_bindings() -> list[Obj]:
 
 
 def _controller_rules() -> list[tuple[str, list[Obj]]]:
+    """(controller name, rules) of kube's controller roles with 1.33's default feature gates (the
+    dynamic resource allocation and volume attributes class controllers are off by default there)."""
+    e = _events()
+    scale = "*/scale"
     return [
+        ("attachdetach-controller", [
+            rule(("list", "watch"), LEGACY, ("persistentvolumes", "persistentvolumeclaims")),
+            rule(READ, LEGACY, "nodes"),
+            rule(("patch", "update"), LEGACY, "nodes/status"),
+            rule(("list", "watch"), LEGACY, "pods"),
+            e,
+            rule(("get", "create", "delete", "list", "watch"), STORAGE, "volumeattachments"),
+            rule(READ, STORAGE, "csidrivers"),
+            rule(READ, STORAGE, "csinodes")]),
+        ("certificate-controller", [
+            rule(("get", "list", "watch", "delete"), CERTIFICATES, "certificatesigningrequests"),
+            rule("update", CERTIFICATES, ("certificatesigningrequests/status", "certificatesigningrequests/approval")),
+            rule("approve", CERTIFICATES, "signers", names="kubernetes.io/kube-apiserver-client-kubelet"),
+            rule("sign", CERTIFICATES, "signers", names=(
+                "kubernetes.io/legacy-unknown", "kubernetes.io/kube-apiserver-client",
+                "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving")),
+            rule("create", AUTHORIZATION, "subjectaccessreviews"),
+            e]),
         ("clusterrole-aggregation-controller", [
             # full powers over cluster roles: it sets any rules on them
             rule(("escalate", "get", "list", "watch", "update", "patch"), RBAC_GROUP, "clusterroles")]),
+        ("cronjob-controller", [
+            rule(("get", "list", "watch", "update"), BATCH, "cronjobs"),
+            rule(("get", "list", "watch", "create", "update", "delete", "patch"), BATCH, "jobs"),
+            rule("update", BATCH, "cronjobs/status"),
+            rule("update", BATCH, "cronjobs/finalizers"),
+            rule(("list", "watch", "delete"), LEGACY, "pods"),
+            e]),
+        ("daemon-set-controller", [
+            rule(READ, (EXTENSIONS, APPS), "daemonsets"),
+            rule("update", (EXTENSIONS, APPS), "daemonsets/status"),
+            rule("update", (EXTENSIONS, APPS), "daemonsets/finalizers"),
+            rule(("list", "watch"), LEGACY, "nodes"),
+            rule(("list", "watch", "create", "delete", "patch"), LEGACY, "pods"),
+            rule("create", LEGACY, "pods/binding"),
+            rule(("get", "list", "watch", "create", "delete", "update", "patch"), APPS, "controllerrevisions"),
+            e]),
+        ("deployment-controller", [
+            rule(("get", "list", "watch", "update"), (EXTENSIONS, APPS), "deployments"),
+            rule("update", (EXTENSIONS, APPS), "deployments/status"),
+            rule("update", (EXTENSIONS, APPS), "deployments/finalizers"),
+            rule(("get", "list", "watch", "create", "update", "patch", "delete"), (APPS, EXTENSIONS), "replicasets"),
+            rule(("get", "list", "watch", "update"), LEGACY, "pods"),
+            e]),
+        ("disruption-controller", [
+            rule(READ, (EXTENSIONS, APPS), "deployments"),
+            rule(READ, (APPS, EXTENSIONS), "replicasets"),
+            rule(READ, LEGACY, "replicationcontrollers"),
+            rule(READ, POLICY, "poddisruptionbudgets"),
+            rule(READ, APPS, "statefulsets"),
+            rule("update", POLICY, "poddisruptionbudgets/status"),
+            rule(("patch", "update"), LEGACY, "pods/status"),
+            rule("get", "*", scale),
+            e]),
+        ("endpoint-controller", [
+            rule(READ, LEGACY, ("services", "pods")),
+            rule(("get", "list", "watch", "create", "update", "delete"), LEGACY, "endpoints"),
+            rule("create", LEGACY, "endpoints/restricted"),
+            e]),
+        ("endpointslice-controller", [
+            rule(READ, LEGACY, ("services", "pods", "nodes")),
+            rule("update", LEGACY, "services/finalizers"),
+            rule(("get", "list", "watch", "create", "update", "delete"), DISCOVERY, "endpointslices"),
+            e]),
+        ("endpointslicemirroring-controller", [
+            rule(READ, LEGACY, ("services", "endpoints")),
+            rule("update", LEGACY, "services/finalizers"),
+            rule("update", LEGACY, "endpoints/finalizers"),
+            rule(("get", "list", "watch", "create", "update", "delete"), DISCOVERY, "endpointslices"),
+            e]),
+        ("ephemeral-volume-controller", [
+            rule(READ, LEGACY, "pods"),
+            rule("update", LEGACY, "pods/finalizers"),
+            rule(("get", "list", "watch", "create"), LEGACY, "persistentvolumeclaims"),
+            e]),
+        ("expand-controller", [
+            rule(("get", "list", "watch", "update", "patch"), LEGACY, "persistentvolumes"),
+            rule(("update", "patch"), LEGACY, "persistentvolumeclaims/status"),
+            rule(READ, LEGACY, "persistentvolumeclaims"),
+            e]),
+        ("generic-garbage-collector", [
+            # list/watch, selective gets and updates of any resource
+            rule(("get", "list", "watch", "patch", "update", "delete"), "*", "*"),
+            e]),
+        ("horizontal-pod-autoscaler", [
+            rule(READ, AUTOSCALING, "horizontalpodautoscalers"),
+            rule("update", AUTOSCALING, "horizontalpodautoscalers/status"),
+            rule(("get", "update"), "*", scale),
+            rule(("list", "watch"), LEGACY, "pods"),
+            rule(("list", "watch"), "metrics.k8s.io", "pods"),
+            rule(READ, "custom.metrics.k8s.io", "*"),
+            rule(READ, "external.metrics.k8s.io", "*"),
+            e]),
+        ("job-controller", [
+            rule(("get", "list", "watch", "update", "patch"), BATCH, "jobs"),
+            rule("update", BATCH, "jobs/status"),
+            rule("update", BATCH, "jobs/finalizers"),
+            rule(("list", "watch", "create", "delete", "patch"), LEGACY, "pods"),
+            e]),
+        ("legacy-service-account-token-cleaner", [
+            rule("get", LEGACY, "configmaps", names="kube-apiserver-legacy-service-account-token-tracking"),
+            rule(("patch", "delete"), LEGACY, "secrets")]),
         ("namespace-controller", [
             rule(("get", "list", "watch", "delete"), LEGACY, "namespaces"),
             rule("update", LEGACY, ("namespaces/finalize", "namespaces/status")),
-            rule(("get", "list", "delete", "deletecollection"), "*", "*")]),
-        ("generic-garbage-collector", [
-            rule(("get", "list", "watch", "patch", "update", "delete"), "*", "*"), _events()]),
+            rule(("get", "list", "watch", "delete", "deletecollection"), "*", "*")]),
+        ("node-controller", [
+            rule(("get", "list", "watch", "update", "delete", "patch"), LEGACY, "nodes"),
+            rule(("patch", "update"), LEGACY, "nodes/status"),
+            # pods' deletion and their status on node failure
+            rule(("patch", "update"), LEGACY, "pods/status"),
+            rule(("list", "watch", "get", "delete"), LEGACY, "pods"),
+            e]),
+        ("persistent-volume-binder", [
+            rule(("get", "list", "watch", "update", "create", "delete"), LEGACY, "persistentvolumes"),
+            rule("update", LEGACY, "persistentvolumes/status"),
+            rule(("get", "list", "watch", "update"), LEGACY, "persistentvolumeclaims"),
+            rule("update", LEGACY, "persistentvolumeclaims/status"),
+            rule(("list", "watch", "get", "create", "delete"), LEGACY, "pods"),
+            rule(READ, STORAGE, "storageclasses"),
+            rule(("list", "watch"), LEGACY, "nodes"),
+            e,
+            rule("watch", LEGACY, "events")]),
+        ("pod-garbage-collector", [
+            rule(("list", "watch", "delete"), LEGACY, "pods"),
+            rule(READ, LEGACY, "nodes"),
+            rule("patch", LEGACY, "pods/status")]),
+        ("pv-protection-controller", [
+            rule(("get", "list", "watch", "update"), LEGACY, "persistentvolumes"),
+            e]),
+        ("pvc-protection-controller", [
+            rule(("get", "list", "watch", "update"), LEGACY, "persistentvolumeclaims"),
+            rule("update", LEGACY, "persistentvolumeclaims/status"),
+            rule(READ, LEGACY, "pods"),
+            e]),
+        ("replicaset-controller", [
+            rule(("get", "list", "watch", "update"), (APPS, EXTENSIONS), "replicasets"),
+            rule("update", (APPS, EXTENSIONS), "replicasets/status"),
+            rule("update", (APPS, EXTENSIONS), "replicasets/finalizers"),
+            rule(("list", "watch", "patch", "create", "delete"), LEGACY, "pods"),
+            e]),
+        ("replication-controller", [
+            rule(("get", "list", "watch", "update"), LEGACY, "replicationcontrollers"),
+            rule("update", LEGACY, "replicationcontrollers/status"),
+            rule("update", LEGACY, "replicationcontrollers/finalizers"),
+            rule(("list", "watch", "patch", "create", "delete"), LEGACY, "pods"),
+            e]),
+        ("resourcequota-controller", [
+            # quota can count quota on anything for reconciliation
+            rule(("list", "watch"), "*", "*"),
+            rule("update", LEGACY, "resourcequotas/status"),
+            e]),
+        ("root-ca-cert-publisher", [
+            rule(("create", "update"), LEGACY, "configmaps"),
+            e]),
+        ("route-controller", [
+            rule(("list", "watch"), LEGACY, "nodes"),
+            rule("patch", LEGACY, "nodes/status"),
+            e]),
+        ("selinux-warning-controller", [
+            e,
+            rule(READ, LEGACY, "persistentvolumes"),
+            rule(READ, LEGACY, "persistentvolumeclaims"),
+            rule(READ, LEGACY, "pods"),
+            rule(READ, STORAGE, "csidrivers")]),
+        ("service-account-controller", [
+            rule("create", LEGACY, "serviceaccounts"),
+            e]),
+        ("service-cidrs-controller", [
+            rule(("get", "list", "watch", "patch", "update"), NETWORKING, "servicecidrs"),
+            rule(("patch", "update"), NETWORKING, "servicecidrs/finalizers"),
+            rule(("patch", "update"), NETWORKING, "servicecidrs/status"),
+            rule(READ, NETWORKING, "ipaddresses"),
+            e]),
+        ("service-controller", [
+            rule(READ, LEGACY, "services"),
+            rule(("patch", "update"), LEGACY, "services/status"),
+            rule(("list", "watch"), LEGACY, "nodes"),
+            e]),
+        ("statefulset-controller", [
+            rule(("list", "watch"), LEGACY, "pods"),
+            rule(READ, APPS, "statefulsets"),
+            rule("update", APPS, "statefulsets/status"),
+            rule("update", APPS, "statefulsets/finalizers"),
+            rule(("get", "create", "delete", "update", "patch"), LEGACY, "pods"),
+            rule(("get", "create", "delete", "update", "patch", "list", "watch"), APPS, "controllerrevisions"),
+            rule(("get", "create", "list", "watch"), LEGACY, "persistentvolumeclaims"),
+            rule(("update", "delete"), LEGACY, "persistentvolumeclaims"),
+            rule("update", LEGACY, "pods/finalizers"),
+            e]),
+        ("ttl-after-finished-controller", [
+            rule(("get", "list", "watch", "delete"), BATCH, "jobs"),
+            e]),
+        ("ttl-controller", [
+            rule(("update", "patch", "list", "watch"), LEGACY, "nodes"),
+            e]),
+        ("validatingadmissionpolicy-status-controller", [
+            rule(READ, "admissionregistration.k8s.io", "validatingadmissionpolicies"),
+            rule(("get", "patch", "update"), "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
+            e]),
     ]
 
 
