@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import InitVar, dataclass, field
 from functools import partial
 from typing import Any, Awaitable, Callable
@@ -13,6 +14,7 @@ import trio
 
 from kapi import errors
 from kapi.chain import filters
+from kapi.chain.audit import Audit
 from kapi.chain.authn import Authenticator, PeerCertificates
 from kapi.chain.authz import Authorizer
 from kapi.chain.context import RequestContext, RequestInfo, new_request_info, parse_query
@@ -78,13 +80,15 @@ class App:
     peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
     max_requests_inflight: InitVar[int] = 0  # 0: no limit
     max_mutating_requests_inflight: InitVar[int] = 0
+    audit: InitVar[Audit | None] = None  # --audit-policy-file's policy and its backends (None: no audit)
     chain: filters.Chain = field(init=False)  # the filters' settings and in-flight counts
     _serve: filters.Handler = field(init=False)  # the router wrapped in filters.CHAIN
 
     def __post_init__(self, authn: Authenticator, authz: Authorizer, request_timeout_s: float,
-                      max_requests_inflight: int, max_mutating_requests_inflight: int) -> None:
+                      max_requests_inflight: int, max_mutating_requests_inflight: int,
+                      audit: Audit | None) -> None:
         self.chain = filters.Chain(authn, authz, self.metrics, request_timeout_s, max_requests_inflight,
-                                   max_mutating_requests_inflight)
+                                   max_mutating_requests_inflight, audit=audit)
         self._serve = filters.build(self.chain, self._route)
 
     # ---------------------------------------------------------------- ASGI
@@ -108,6 +112,10 @@ class App:
                                                         "from succeeding"))
         if ctx is not None:
             self._observe(ctx, resp.status, time.perf_counter() - started)
+        # Every answer names its audit ID (kube's WithAuditInit), audited or not.
+        resp.headers.append(("Audit-ID", ctx.audit_id if ctx is not None else str(uuid.uuid4())))
+        if ctx is not None:
+            ctx.response_code = resp.status
         if scope["type"] == "websocket":
             try:
                 await _refuse_upgrade(resp, ctx, send)
@@ -146,7 +154,11 @@ class App:
         method = "GET" if scope["type"] == "websocket" else scope["method"]
         ctx = RequestContext(method, scope.get("path", "/"), parse_query(scope.get("query_string", b"")), headers,
                              client_cert=self.peer_certificates.get(scope.get("client")),
-                             raw_headers=scope.get("headers", ()))
+                             raw_headers=scope.get("headers", ()),
+                             client=scope.get("client"), raw_path=scope.get("raw_path") or b"",
+                             query_string=scope.get("query_string", b""),
+                             # kube's WithAuditInit: the client's Audit-ID is kept as sent, else a new UUID.
+                             audit_id=headers.get("audit-id") or str(uuid.uuid4()), received_ns=time.time_ns())
         if method not in _BODY_METHODS:
             return ctx, None
         # Read only when a handler asks, after authorization, and within the request's deadline.
@@ -392,6 +404,8 @@ async def _refuse_upgrade(resp: Response, ctx: RequestContext | None, send: Any)
         resp = status_response(errors.BadRequest("watch over WebSocket is not supported by this server; "
                                                  "watch over plain HTTP instead"),
                                proto=ctx is not None and _prefers_protobuf(ctx))
+        if ctx is not None:
+            resp.headers.append(("Audit-ID", ctx.audit_id))
     headers = [(b"content-type", resp.content_type.encode()), (b"content-length", str(len(resp.body)).encode())]
     headers += _encode_headers(resp.headers)
     await send({"type": "websocket.http.response.start", "status": resp.status, "headers": headers})

@@ -188,6 +188,15 @@ class RequestContext:
     # kube reads in full (Impersonate-Group, the proxy's group and extra headers) are read here.
     raw_headers: Sequence[tuple[bytes, bytes]] = ()
     impersonator: UserInfo | None = None  # the authenticated user when ``user`` is impersonated (audit)
+    client: tuple[str, int] | None = None  # the peer's address (audit's sourceIPs)
+    raw_path: bytes = b""  # the path as sent, still escaped, and the raw query: audit's requestURI
+    query_string: bytes = b""
+    audit_id: str = ""  # the Audit-ID header sent, or a fresh UUID: answered on every response
+    received_ns: int = 0  # wall-clock ns when the request arrived (audit's requestReceivedTimestamp)
+    # Audit annotations (authorization.k8s.io/decision, ...): None unless the request is audited,
+    # so recording one costs nothing then (kube's AddAuditAnnotation without an audit context).
+    annotations: dict[str, str] | None = None
+    response_code: int = 0  # the status the app sent, set before ``on_done`` runs
     body_reader: BodyReader = _no_body  # reads the whole body (bounded by --max-body-bytes), once
     deadline: float | None = None  # trio time by which a non-long-running request must be answered
     warnings: list[str] = field(default_factory=list)
@@ -198,6 +207,11 @@ class RequestContext:
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "")
+
+    def annotate(self, key: str, value: str) -> None:
+        """Record an audit annotation; nothing when the request is not audited."""
+        if self.annotations is not None:
+            self.annotations[key] = value
 
     def header_values(self, name: str) -> list[str]:
         """Every value sent for header ``name`` (lower case), in order, as Go's ``Header[name]``."""
@@ -230,6 +244,10 @@ class RequestContext:
     @user.setter
     def user(self, value: UserInfo) -> None:
         self._user = value
+
+    @property
+    def has_user(self) -> bool:
+        return self._user is not None
 
     @property
     def body_read(self) -> bool:

@@ -15,8 +15,10 @@ from typing import Any, Awaitable, Callable, Sequence
 import trio
 
 from kapi import errors
+from kapi.chain.audit import Audit
+from kapi.chain.audit.filter import audit, audit_failed_authentication
 from kapi.chain.authn import Authenticator
-from kapi.chain.authz import Authorizer
+from kapi.chain.authz import Authorizer, forbidden
 from kapi.chain.context import RequestContext, new_request_info, parse_go_duration
 from kapi.chain.impersonation import impersonate
 from kapi.metrics import Metrics
@@ -42,6 +44,7 @@ class Chain:
     max_requests_inflight: int = 0  # 0: no limit
     max_mutating_requests_inflight: int = 0
     inflight: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})  # by mutating
+    audit: Audit | None = None  # --audit-policy-file and its backends; None: nothing is audited
 
 
 Filter = Callable[[Chain, RequestContext, Handler], Awaitable[Any]]
@@ -164,7 +167,19 @@ async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
     No path is exempt, as in kube-apiserver: /healthz, /livez, /readyz and /version are public
     because the bootstrap policy's system:public-info-viewer allows them to everyone, and a server
     whose modes allow nothing (AlwaysDeny) refuses them too."""
-    await chain.authz.check(attributes(ctx))
+    attrs = attributes(ctx)
+    if ctx.annotations is None:  # not audited: the union's check (403, or 500 when it could not decide)
+        await chain.authz.check(attrs)
+        return await inner(ctx)
+    # Audited: kube records the decision and its reason as the event's annotations.
+    decision = await chain.authz.authorize(attrs)
+    if not decision.allowed and decision.error:
+        ctx.annotate("authorization.k8s.io/reason", "internal error")
+        raise errors.InternalError(f"Internal error occurred: {decision.error}")
+    ctx.annotate("authorization.k8s.io/decision", "allow" if decision.allowed else "forbid")
+    ctx.annotate("authorization.k8s.io/reason", decision.reason)
+    if not decision.allowed:
+        raise forbidden(attrs, decision.reason)
     return await inner(ctx)
 
 
@@ -172,8 +187,11 @@ async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
 # authenticate inside the deadline (a slow token check is bounded too) and before the in-flight
 # limit (system:masters is exempt); authorize last, so a user exists. The body is read by the
 # handlers, after all of these: an unauthenticated or forbidden client never gets its body read.
-CHAIN: tuple[Filter, ...] = (recover, request_info, deadline, authenticate, impersonation,
-                             limit_in_flight, authorize)
+# Audit where kube's WithAudit is: after authentication (the event's user is the authenticated one;
+# a 401 is audited by audit_failed_authentication around it), before impersonation and authorization
+# (which add impersonatedUser and the decision's annotations).
+CHAIN: tuple[Filter, ...] = (recover, request_info, deadline, audit_failed_authentication, authenticate, audit,
+                             impersonation, limit_in_flight, authorize)
 
 
 def build(chain: Chain, handler: Handler, filters: Sequence[Filter] = CHAIN) -> Handler:

@@ -3,6 +3,8 @@ union (and the in-process informers they read), audit. ``serve`` and ``build_app
 
 from __future__ import annotations
 
+from typing import Any
+
 from kapi.chain.authn import Authenticator, read_token_file
 from kapi.chain.authz import Authorizer, Mode, from_modes
 from kapi.chain.authn.webhook import WebhookTokenAuthenticator
@@ -10,6 +12,8 @@ from kapi.chain.authz.node import NodeAuthorizer
 from kapi.chain.authz.rbac import RBAC
 from kapi.chain.authz.webhook import WebhookAuthorizer
 from kapi.chain.webhookclient import load_webhook_kubeconfig
+from kapi.chain.audit import Audit, Backend, load_policy
+from kapi.chain.audit.log import LogBackend
 from kapi.config import Config
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers
@@ -64,3 +68,29 @@ def build_authorizer(config: Config, informers: Informers | None) -> Authorizer:
     if "Webhook" in config.authorization_mode:
         build["Webhook"] = build_webhook_authorizer(config)
     return from_modes(config.authorization_mode, build)
+
+
+def build_audit(config: Config, schema: Any = None) -> Audit | None:
+    """--audit-policy-file with the log and webhook backends; None when either is missing (kube records no
+    events then). ValueError (the server does not start) for a policy or webhook kubeconfig kube refuses,
+    or a log file that cannot be made."""
+    backends: list[Backend] = []
+    if config.audit_log_path:
+        try:
+            backends.append(LogBackend(config.audit_log_path, config.audit_log_format, config.audit_log_maxage_days,
+                                       config.audit_log_maxbackup, config.audit_log_maxsize_mb))
+        except OSError as exc:
+            raise ValueError(f"--audit-log-path {config.audit_log_path}: {exc.strerror or exc}") from None
+    if config.audit_webhook_config_file:
+        from kapi.chain.audit.webhook import WebhookBackend
+
+        backends.append(WebhookBackend.from_kubeconfig(
+            config.audit_webhook_config_file, config.audit_webhook_mode, config.audit_webhook_batch_max_size,
+            config.audit_webhook_batch_max_wait_s))
+    if not config.audit_policy_file or not backends:
+        return None
+    try:
+        policy = load_policy(config.audit_policy_file)
+    except ValueError as exc:
+        raise ValueError(f"--audit-policy-file: {exc}") from None
+    return Audit(policy, backends, schema)

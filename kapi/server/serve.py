@@ -36,6 +36,7 @@ from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
+from kapi.server.security import build_audit
 from kapi.server.security import build_authenticator, build_authorizer
 from kapi.metrics import Metrics
 from kapi.server.pki import ensure_pki, write_kubeconfig
@@ -130,6 +131,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health,
         metrics=registry.metrics,
         max_requests_inflight=config.max_requests_inflight,
         max_mutating_requests_inflight=config.max_mutating_requests_inflight,
+        audit=build_audit(config, schema),
     )
 
 
@@ -203,6 +205,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
+        if app.chain.audit is not None:  # its writers flush what is queued when the server stops
+            await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))

@@ -21,10 +21,11 @@ CM = "/api/v1/namespaces/default/configmaps"
 
 
 def test_chain_reads_top_down_in_kubes_order() -> None:
-    """Issue 11: outermost first, as kube's DefaultBuildHandlerChain (impersonation where kube has it)."""
+    """Issue 11: outermost first, as kube's DefaultBuildHandlerChain (impersonation where kube has it;
+    issue 12: audit after authentication, its failures audited around it)."""
     assert [f.__name__ for f in filters.CHAIN] == [
-        "recover", "request_info", "deadline", "authenticate", "impersonation", "limit_in_flight",
-        "authorize"]
+        "recover", "request_info", "deadline", "audit_failed_authentication", "authenticate", "audit",
+        "impersonation", "limit_in_flight", "authorize"]
 
 
 class Run:
@@ -62,8 +63,8 @@ class Run:
         return await self.serve(RequestContext(method, path.partition("?")[0], query, hdrs))
 
 
-ALL = ["recover", "request_info", "deadline", "authenticate", "impersonation", "limit_in_flight",
-       "authorize", "handler"]
+ALL = ["recover", "request_info", "deadline", "audit_failed_authentication", "authenticate", "audit",
+       "impersonation", "limit_in_flight", "authorize", "handler"]
 
 
 async def test_an_allowed_request_passes_every_filter_in_order_and_is_resolved() -> None:
@@ -82,10 +83,10 @@ async def test_an_unauthenticated_request_stops_at_authenticate() -> None:
     run = Run()
     with pytest.raises(errors.Unauthorized):
         await run("POST", CM, token="wrong")
-    assert run.entered == ALL[:4]
+    assert run.entered == ALL[:5]
     with pytest.raises(errors.Unauthorized):  # anonymous is off here
         await run("POST", CM, token="")
-    assert run.entered == ALL[:4] * 2
+    assert run.entered == ALL[:5] * 2
 
 
 async def test_impersonation_stops_before_the_in_flight_limit() -> None:
@@ -94,7 +95,7 @@ async def test_impersonation_stops_before_the_in_flight_limit() -> None:
     run = Run(modes=("AlwaysDeny",))
     with pytest.raises(errors.Forbidden, match='users "bob" is forbidden: User "alice" cannot impersonate'):
         await run("GET", CM, impersonate_user="bob")
-    assert run.entered == ALL[:5]
+    assert run.entered == ALL[:7]
     run = Run()
     assert await run("GET", CM, impersonate_user="bob") == "answered"
     assert (run.seen[0].user.name, run.seen[0].impersonator) == ("bob", ALICE)
@@ -115,7 +116,7 @@ async def test_a_full_in_flight_limit_stops_before_authorize_and_masters_pass() 
         run.entered.clear()
         with pytest.raises(errors.TooManyRequests):
             await run("GET", CM)
-        assert run.entered == ALL[:6]
+        assert run.entered == ALL[:8]
         run.entered.clear()
         hold.set()  # the master's request and the first one both finish
         assert await run("GET", CM, token="admin-token") == "slow"
@@ -130,7 +131,7 @@ async def test_a_forbidden_request_stops_at_authorize() -> None:
     run = Run(modes=("AlwaysDeny",))
     with pytest.raises(errors.Forbidden, match='User "alice" cannot create resource "configmaps"'):
         await run("POST", CM)
-    assert run.entered == ALL[:7]
+    assert run.entered == ALL[:9]
     assert await run("POST", CM, token="admin-token") == "answered"  # system:masters always may
 
 
