@@ -20,7 +20,7 @@ pytestmark = pytest.mark.e2e
 
 RBAC = "/apis/rbac.authorization.k8s.io/v1"
 SA = "system:serviceaccount:team:builder"
-MODES = "RBAC"  # Node,RBAC once the Node mode is wired into the server
+MODES = "Node,RBAC"
 
 
 def _post(server: Server, path: str, obj: dict[str, object]) -> None:
