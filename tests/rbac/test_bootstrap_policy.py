@@ -504,3 +504,22 @@ async def test_only_gc_fields_changes_skip_the_check(api: Api) -> None:
     current["metadata"]["labels"] = {"a": "b"}
     r = await api.request("PUT", f"{roles}/r", current, token="alice-token")
     assert r.status == 403  # not only GC fields: her rules must cover the role's
+
+
+async def test_a_patch_is_checked_like_an_update(api: Api) -> None:
+    await _bind(api, "team", "admin", "alice")
+    await _decide(api, res(ALICE, "patch", "roles", group=GROUP), True)
+    roles = f"{RBAC_API}/namespaces/team/roles"
+    r = await api.create(roles, {**ROLE, "rules": [R("get", "", "pods")]}, token="alice-token")
+    assert r.status == 201, r.json()
+    patch = {"rules": [R("get", "", "pods"), R("get", "", "nodes")]}
+    r = await api.request("PATCH", f"{roles}/r", patch, token="alice-token",
+                          content_type="application/merge-patch+json")
+    assert r.status == 403, r.json()
+    assert 'is attempting to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["nodes"], ' \
+           'Verbs:["get"]}' in r.json()["message"]
+    r = await api.request("GET", f"{roles}/r")
+    assert r.json()["rules"] == [R("get", "", "pods")]
+    r = await api.request("PATCH", f"{roles}/r?dryRun=All", patch, token="alice-token",
+                          content_type="application/merge-patch+json")
+    assert r.status == 403  # a dry run is judged as the write would be
