@@ -10,9 +10,9 @@ and the authenticated one is kept on the context (``ctx.impersonator``) for audi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote
 
 from kapi import errors
+from kapi.chain.authn import unescape_extra_key
 from kapi.chain.authz import Authorizer, forbidden
 from kapi.chain.context import RequestContext
 from kapi.object.access import Attributes, UserInfo
@@ -58,21 +58,6 @@ def split_service_account(username: str) -> tuple[str, str] | None:
     return namespace, name
 
 
-def _unescape_extra_key(key: str) -> str:
-    """kube's unescapeExtraKey: %-decoded (url.PathUnescape); a malformed escape keeps the key as sent."""
-    if "%" not in key:
-        return key
-    i = 0
-    while True:
-        i = key.find("%", i)
-        if i < 0:
-            break
-        if len(key) < i + 3 or not all(c in "0123456789abcdefABCDEF" for c in key[i + 1:i + 3]):
-            return key
-        i += 3
-    return unquote(key, errors="surrogateescape")
-
-
 def asked_for(ctx: RequestContext) -> list[_Asked]:
     """kube's buildImpersonationRequests: user (or service account), groups, extras, uid, in that order.
 
@@ -90,7 +75,7 @@ def asked_for(ctx: RequestContext) -> list[_Asked]:
     for name in ctx.headers:
         if name.startswith(EXTRA_PREFIX):
             extras = True
-            key = _unescape_extra_key(name[len(EXTRA_PREFIX):].lower())
+            key = unescape_extra_key(name[len(EXTRA_PREFIX):].lower())
             asked += [_Asked("UserExtra", value, api_version=f"{AUTHENTICATION_GROUP}/v1", field_path=key)
                       for value in ctx.header_values(name)]
     uid = ctx.header(UID_HEADER)

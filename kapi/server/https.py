@@ -299,7 +299,7 @@ def raise_open_file_limit() -> None:
             log.debug("could not raise the open-file limit from %d to %d", soft, hard)
 
 
-async def serve_https(app: Any, config: HypercornConfig, ca_file: str, peers: PeerCertificates, *,
+async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[str, ...], peers: PeerCertificates, *,
                       shutdown_trigger: Callable[[], Awaitable[None]],
                       limits: ConnectionLimits = ConnectionLimits(),
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
@@ -314,9 +314,11 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str, peers: Pe
     context = WorkerContext(None)
     ssl_context = config.create_ssl_context()
     assert ssl_context is not None
-    # Ask for a client certificate; verify it against kapi's CA when one is sent.
+    # Ask for a client certificate; verify it against kapi's CA (and the authenticating proxy's CA,
+    # --requestheader-client-ca-file) when one is sent: the authenticators then tell which one issued it.
     ssl_context.verify_mode = ssl.CERT_OPTIONAL
-    ssl_context.load_verify_locations(ca_file)
+    for one in (ca_file,) if isinstance(ca_file, str) else ca_file:
+        ssl_context.load_verify_locations(one)
     sockets = config.create_sockets()
     live: set[_Connection] = set()
     connection_class = type("TCPServer", (_Connection,), {"peers": peers, "limits": limits, "live": live})

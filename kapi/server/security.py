@@ -3,9 +3,12 @@ union (and the in-process informers they read), audit. ``serve`` and ``build_app
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from kapi.chain.authn import Authenticator, read_token_file
+from kapi.chain.authn import X509, load_certificates, requestheader
+from kapi.chain.authn import jwt as jwt_authn
 from kapi.chain.authz import Authorizer, Mode, from_modes
 from kapi.chain.authn.webhook import WebhookTokenAuthenticator
 from kapi.chain.authz.node import NodeAuthorizer
@@ -34,9 +37,32 @@ def build_authenticator(config: Config, informers: Informers | None, admin_token
     authenticator = Authenticator(tokens, anonymous=config.anonymous_auth, api_audiences=tuple(audiences))
     # Token authenticators after the token file, in kube's order: service accounts, the JWT
     # authenticators of --authentication-config, the token webhook (add_token_authenticator).
+    if config.authentication_config:  # its JWT issuers after the service accounts, as kube orders them
+        authn_config = jwt_authn.load(config.authentication_config,
+                                      tuple(config.service_account_issuers) or (DEFAULT_ISSUER,))
+        for one in jwt_authn.authenticators(authn_config, authenticator.api_audiences):
+            authenticator.add_token_authenticator(one)
+        if authn_config.anonymous is not None:  # the file's anonymous section decides, with its paths
+            authenticator.anonymous = authn_config.anonymous
+            authenticator.anonymous_paths = frozenset(authn_config.anonymous_paths or ()) or None
     if config.authentication_token_webhook_config_file:  # the last token authenticator, as in kube
         authenticator.add_token_authenticator(build_token_webhook(config, authenticator.api_audiences))
+    # The authenticating proxy. The TLS layer then accepts its CA's client certificates too
+    # (tls_client_cas), so x509 checks that kapi's CA issued the certificate it maps to a user.
+    authenticator.request_header = requestheader.from_config(config)
+    if authenticator.request_header is not None:
+        authenticator.x509 = X509(load_certificates(client_ca_file(config)))
     return authenticator
+
+
+def client_ca_file(config: Config) -> str:
+    """kapi's CA: the client CA of x509 authentication (kube's --client-ca-file)."""
+    return str(Path(config.data_dir) / "pki" / "ca.crt")
+
+
+def tls_client_cas(config: Config, ca_file: str) -> tuple[str, ...]:
+    """The CA files whose client certificates the TLS layer accepts: kapi's, and the proxy's CA."""
+    return (ca_file, config.requestheader_client_ca_file) if config.requestheader_client_ca_file else (ca_file,)
 
 
 def build_token_webhook(config: Config, api_audiences: tuple[str, ...]) -> WebhookTokenAuthenticator:

@@ -36,6 +36,7 @@ from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
+from kapi.server.security import tls_client_cas
 from kapi.server.security import build_audit
 from kapi.server.security import build_authenticator, build_authorizer
 from kapi.metrics import Metrics
@@ -216,7 +217,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
 
         async with trio.open_nursery() as http:
             binds = await http.start(partial(supervise, "HTTPS server", partial(
-                _serve_https, app, hconf, str(pki.ca_cert), shutdown.wait), restart=False))
+                _serve_https, app, hconf, tls_client_cas(config, str(pki.ca_cert)), shutdown.wait), restart=False))
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
@@ -238,7 +239,7 @@ async def _collect_garbage(registry: Registry, *, task_status: trio.TaskStatus[N
     await GarbageCollector(registry).run(task_status=task_status)
 
 
-async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str, shutdown_trigger: Callable[[], Awaitable[Any]],
+async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...], shutdown_trigger: Callable[[], Awaitable[Any]],
                        *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
     """hypercorn until ``shutdown_trigger``; a port that cannot be bound is a ``FatalError`` saying so."""
     bound = False

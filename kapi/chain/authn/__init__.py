@@ -20,13 +20,16 @@ AuthenticatedGroupAdder).
 from __future__ import annotations
 
 import csv
+import hashlib
 import hmac
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
+from urllib.parse import unquote
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kapi import errors
@@ -39,6 +42,7 @@ ANONYMOUS_USER = "system:anonymous"
 ALL_AUTHENTICATED = "system:authenticated"
 ALL_UNAUTHENTICATED = "system:unauthenticated"
 ANONYMOUS = UserInfo(ANONYMOUS_USER, groups=(ALL_UNAUTHENTICATED,))
+CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # kube's user.CredentialIDKey
 
 Audiences = tuple[str, ...]
 
@@ -169,13 +173,28 @@ def _common_name(cert: x509.Certificate) -> str:
 
 
 def user_from_certificate(der: bytes | x509.Certificate) -> UserInfo | None:
-    """kube's CommonNameUserConversion: CN is the user name, each O a group; None without a CN."""
+    """kube's CommonNameUserConversion: CN is the user name, each O a group, the certificate's SHA-256
+    its credential id (extra ``authentication.kubernetes.io/credential-id``); None without a CN."""
     cert = x509.load_der_x509_certificate(der) if isinstance(der, bytes) else der
     cn = _common_name(cert)
     if not cn:
         return None
     orgs = cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
-    return UserInfo(cn, groups=tuple(str(o.value) for o in orgs))
+    fingerprint = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
+    return UserInfo(cn, groups=tuple(str(o.value) for o in orgs),
+                    extra={CREDENTIAL_ID: (f"X509SHA256={fingerprint}",)})
+
+
+def unescape_extra_key(key: str) -> str:
+    """kube's unescapeExtraKey: %-decoded as Go's url.PathUnescape; a malformed escape keeps the key as sent."""
+    if "%" not in key:
+        return key
+    i = key.find("%")
+    while i >= 0:
+        if len(key) < i + 3 or not all(c in "0123456789abcdefABCDEF" for c in key[i + 1:i + 3]):
+            return key
+        i = key.find("%", i + 3)
+    return unquote(key, errors="surrogateescape")
 
 
 @dataclass
