@@ -7,7 +7,7 @@ import time
 import uuid
 from dataclasses import InitVar, dataclass, field
 from functools import partial
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 import orjson
 import trio
@@ -27,6 +27,18 @@ from kapi.api.handlers import Handlers
 from kapi.api.responses import Response, status_response, text_response
 
 log = logging.getLogger("kapi.api")
+
+OPENID_CONFIG_PATH = "/.well-known/openid-configuration"
+JWKS_PATH = "/openid/v1/jwks"
+ISSUER_DISCOVERY_MAX_AGE_S = 3600
+
+
+class IssuerDiscovery(Protocol):
+    """The service-account issuer's documents (kapi.chain.authn.serviceaccount.ServiceAccountTokens)."""
+
+    def jwks(self) -> bytes: ...
+
+    def openid_configuration(self, external_address: str) -> bytes | None: ...
 
 Scope = dict[str, Any]
 _BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
@@ -78,6 +90,8 @@ class App:
     server_address: str = ""
     closing: trio.Event = field(default_factory=trio.Event)  # set on shutdown: long requests end
     peer_certificates: PeerCertificates = field(default_factory=PeerCertificates)
+    # The service-account issuer's discovery documents (/.well-known/openid-configuration, /openid/v1/jwks).
+    issuer_discovery: IssuerDiscovery | None = None
     max_requests_inflight: InitVar[int] = 0  # 0: no limit
     max_mutating_requests_inflight: InitVar[int] = 0
     audit: InitVar[Audit | None] = None  # --audit-policy-file's policy and its backends (None: no audit)
@@ -182,6 +196,8 @@ class App:
                 only = path[len(kind) + 2:]
                 exclude = [ctx.query["exclude"]] if "exclude" in ctx.query else []
                 return self.health.report(kind, only, "verbose" in ctx.query, exclude)
+        if path in (OPENID_CONFIG_PATH, JWKS_PATH) and self.issuer_discovery is not None:
+            return self._issuer_discovery(path)
         if path == "/metrics":
             return Response(200, self.metrics.exposition(), "text/plain; version=0.0.4; charset=utf-8")
         if path == "/version":
@@ -202,6 +218,17 @@ class App:
         if body is None:
             raise errors.NotFound("the server could not find the requested resource")
         return Response(200, body)
+
+    def _issuer_discovery(self, path: str) -> Response:
+        """kube's OpenID metadata server: the issuer's configuration (only for an https issuer) and its keys."""
+        assert self.issuer_discovery is not None
+        headers = [("Cache-Control", f"public, max-age={ISSUER_DISCOVERY_MAX_AGE_S}")]
+        if path == JWKS_PATH:
+            return Response(200, self.issuer_discovery.jwks(), "application/jwk-set+json", headers)
+        config = self.issuer_discovery.openid_configuration(self.server_address)
+        if config is None:
+            raise errors.NotFound("the server could not find the requested resource")
+        return Response(200, config, "application/json", headers)
 
     def _discovery(self, ctx: RequestContext, *, core: bool) -> Response:
         out = negotiate.choose_output(ctx.header("accept"), allow_as=("APIGroupDiscoveryList",))

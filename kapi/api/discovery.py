@@ -34,11 +34,17 @@ def _legacy_resource(res: Resource) -> Obj:
     return out
 
 
+# Subresources whose body is a kind of its own (the others serve the parent's kind).
+_SUBRESOURCE_KINDS: dict[str, Obj] = {"scale": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+                                      "token": {"group": "authentication.k8s.io", "version": "v1",
+                                                "kind": "TokenRequest"}}
+
+
 def _legacy_subresource(res: Resource, sub: str) -> Obj:
     out: Obj = {"name": f"{res.resource}/{sub}", "singularName": "", "namespaced": res.namespaced,
                 "kind": res.kind, "verbs": list(SUBRESOURCE_VERBS[sub])}
-    if sub == "scale":
-        out.update(group="autoscaling", version="v1", kind="Scale")
+    if sub in _SUBRESOURCE_KINDS:
+        out.update(_SUBRESOURCE_KINDS[sub])
     return out
 
 
@@ -56,8 +62,7 @@ def _aggregated_resource(res: Resource) -> Obj:
         out["categories"] = list(res.categories)
     subs = []
     for sub in sorted(res.subresources):
-        kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"} if sub == "scale" else \
-            {"group": res.group, "version": res.version, "kind": res.kind}
+        kind = _SUBRESOURCE_KINDS.get(sub) or {"group": res.group, "version": res.version, "kind": res.kind}
         subs.append({"subresource": sub, "responseKind": kind, "verbs": list(SUBRESOURCE_VERBS[sub])})
     if subs:
         out["subresources"] = subs

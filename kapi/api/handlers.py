@@ -23,7 +23,7 @@ from kapi.object.access import Attributes
 from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
 from kapi.object.managedfields.entries import manager_name
 from kapi.object.patch import PatchTarget, patcher_for
-from kapi.registry.resources import Resource, ResourceTable
+from kapi.registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.listing import Page
 from kapi.registry.store import Registry, WriteOptions
@@ -37,6 +37,10 @@ from kapi.encoding.tables import build_object_table, build_table
 Obj = dict[str, Any]
 _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 _SCALE = ("autoscaling", "v1", "Scale")
+# The kinds a subresource's body is, where it is not the parent's kind.
+_BODY_KINDS = {"Scale": _SCALE, "TokenRequest": ("authentication.k8s.io", "v1", "TokenRequest")}
+# A create of a subresource (serviceaccounts/token, kube's NamedCreater): (namespace, name, body, warnings) -> answer.
+NamedCreate = Callable[[str, str, Obj, list[str]], Awaitable[Obj]]
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
 
@@ -52,6 +56,9 @@ class Handlers:
     authenticator: Authenticator = field(default_factory=Authenticator)
     min_request_timeout_s: float = 1800.0
     max_body_bytes: int = 3 * 1024 * 1024  # also bounds what a JSON patch's copies may add, as kube's
+    # Subresources answered by a create of their own, by (group, resource, subresource): the server's
+    # storage map for them (serviceaccounts/token: the service-account token issuer).
+    named_creates: dict[tuple[str, str, str], NamedCreate] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.access = ServerAccess(self.authorizer, self.authenticator)  # what the reviews' strategies judge with
@@ -89,10 +96,11 @@ class Handlers:
             # must not reach the verb's handler, and a /watch/ path (authorized as a watch
             # whatever the method) is served for GET only.
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
-        allowed = res.verbs if not info.subresource else ("get", "patch", "update")
-        if info.subresource == "finalize":
-            allowed = ("update",)
+        allowed = res.verbs if not info.subresource else SUBRESOURCE_VERBS.get(info.subresource,
+                                                                               ("get", "patch", "update"))
         route = VERBS.get(verb)
+        if verb == "create" and info.subresource:
+            route = _CREATE_SUBRESOURCE  # POST .../NAME/token names its object
         if route is None or route.named is not None and route.named != bool(info.name) \
                 or verb not in allowed and not (verb == "watch" and "watch" in res.verbs):
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
@@ -229,7 +237,7 @@ class Handlers:
                 raise errors.BadRequest(f"couldn't get version/kind; json parse error: json: cannot unmarshal "
                                         f"{typed.json_kind(obj[key])} into Go struct field .{key} of type string")
         # Decoding is validation: Go's decoder refuses a wrong JSON type before anything reads the object.
-        group, version, kind_name = _SCALE if kind == "Scale" else (res.group, res.version, res.kind)
+        group, version, kind_name = _BODY_KINDS.get(kind, (res.group, res.version, res.kind))
         body_kind = obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else kind_name
         api_version = obj.get("apiVersion")
         body_version = api_version.rpartition("/")[2] if isinstance(api_version, str) and api_version else version
@@ -243,7 +251,7 @@ class Handlers:
         if mode not in _FIELD_VALIDATION:
             raise errors.BadRequest(f"invalid fieldValidation directive: {mode}, valid values: "
                                     "Ignore, Warn, Strict")
-        group, version, kind = _SCALE if kind == "Scale" else (res.group, res.version, res.kind)
+        group, version, kind = _BODY_KINDS.get(kind, (res.group, res.version, res.kind))
         unknown = unknown_fields(self.schema, (group, version, kind), obj)
         if not unknown:
             return obj
@@ -263,6 +271,18 @@ class Handlers:
             return self._respond(await self._review(ctx, res, obj), out, status=201)
         created = await self.registry.create(res, info.namespace, obj, opts)
         return self._respond(created, out, status=201)
+
+    async def create_subresource(self, ctx: RequestContext, res: Resource) -> Response:
+        """POST of a subresource that answers a create (a TokenRequest), by the server's named create of it."""
+        info = ctx.info
+        create = self.named_creates.get((res.group, res.resource, info.subresource))
+        if create is None:
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        self._write_options(ctx)  # the same checks of the query as any create
+        out = self._out(ctx, res)
+        body_kind = _SUBRESOURCE_BODIES.get(info.subresource, res.kind)
+        obj = self._decode_object(ctx, res, kind=body_kind)
+        return self._respond(await create(info.namespace, info.name, obj, ctx.warnings), out, status=201)
 
     async def _review(self, ctx: RequestContext, res: Resource, obj: Obj) -> Obj:
         """Answer a review (a virtual resource's create) by its strategy, from the requester and the authorizer."""
@@ -457,6 +477,10 @@ VERBS: dict[str, Verb] = {
     "delete": Verb(Handlers.delete),
     "deletecollection": Verb(Handlers.deletecollection),
 }
+
+
+_CREATE_SUBRESOURCE = Verb(Handlers.create_subresource, named=True)
+_SUBRESOURCE_BODIES = {"token": "TokenRequest"}
 
 
 async def _chunks(chunks: Iterator[bytes]) -> AsyncIterator[bytes]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from kapi.apis import apiextensions, apps, authorization, batch, coordination, events, flowcontrol, rbac
+from kapi.apis import (apiextensions, apps, authentication, authorization, batch, coordination, events,
+                       flowcontrol, rbac)
 from kapi.apis.core import (configmaps, endpoints, events as core_events, namespaces, nodes, persistentvolumes,
     pods, secrets, serviceaccounts, services)
 from kapi.registry.resources import Resource
@@ -51,6 +52,8 @@ BUILTIN: Final[tuple[Resource, ...]] = (
     authorization.LOCAL_SUBJECT_ACCESS_REVIEWS,
     authorization.SELF_SUBJECT_RULES_REVIEWS,
     authorization.SELF_SUBJECT_REVIEWS,
+    authentication.TOKEN_REVIEWS,
+    authentication.SELF_SUBJECT_REVIEWS_V1BETA1,
     # apiextensions.k8s.io/v1 (stored only, for now)
     apiextensions.CUSTOM_RESOURCE_DEFINITIONS,
     # flowcontrol.apiserver.k8s.io/v1 (stored only, for now)

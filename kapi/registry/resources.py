@@ -13,7 +13,7 @@ from kapi.registry.strategy import Strategy
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = {"status": ("get", "patch", "update"), "scale": ("get", "patch", "update"),
-                     "finalize": ("update",)}
+                     "finalize": ("update",), "token": ("create",)}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

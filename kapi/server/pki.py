@@ -243,3 +243,24 @@ def write_private_file(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     _write_private(tmp, data)
     os.replace(tmp, path)
+
+
+def ensure_service_account_key(data_dir: Path, key_file: str = "") -> Path:
+    """The key that signs service-account tokens: ``key_file`` (--service-account-signing-key-file) when
+    given (it must exist), else ``<data-dir>/pki/sa.key``, an ECDSA P-256 key (ES256) made once, 0600.
+
+    Made once and kept, so tokens stay valid across restarts, as kube's key file does.
+    """
+    if key_file:
+        path = Path(key_file)
+        if not path.is_file():
+            raise FileNotFoundError(2, "no such service-account signing key file", str(path))
+        return path
+    pki = data_dir / "pki"
+    pki.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = pki / "sa.key"
+    if not path.exists():
+        tmp = pki / "sa.key.tmp"
+        _write_private(tmp, _pem_key(_key()))
+        os.replace(tmp, path)
+    return path

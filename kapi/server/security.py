@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kapi.chain.authn import Authenticator, read_token_file
+from kapi.chain.authn import Authenticator, TokenAuthenticator, read_token_file
+from kapi.chain.authn.serviceaccount import PrivateKey, ServiceAccountTokens, load_public_keys
 from kapi.chain.authn import X509, load_certificates, requestheader
 from kapi.chain.authn import jwt as jwt_authn
 from kapi.chain.authz import Authorizer, Mode, from_modes
@@ -25,7 +26,27 @@ DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"  # --service-acc
 ADMIN = UserInfo("kapi-admin", "kapi-admin", ("system:masters", "system:authenticated"))
 
 
-def build_authenticator(config: Config, informers: Informers | None, admin_token: str) -> Authenticator:
+def build_service_account_tokens(config: Config, informers: Informers | None, signing_key: PrivateKey
+                                 ) -> ServiceAccountTokens:
+    """The service-account token issuer and authenticator: signs with ``signing_key``, verifies with it and
+    every --service-account-key-file; its index of ServiceAccounts, Secrets, Pods and Nodes follows
+    ``informers`` (without them, no token validates: nothing is known to exist). ValueError on bad flags."""
+    max_s = config.service_account_max_token_expiration_s
+    if max_s and not 3600 <= max_s <= 1 << 32:
+        raise ValueError("the service-account-max-token-expiration must be between 1 hour and 2^32 seconds")
+    verify = [key for path in config.service_account_key_files for key in load_public_keys(path)]
+    issuers = tuple(config.service_account_issuers) or (DEFAULT_ISSUER,)
+    tokens = ServiceAccountTokens(signing_key, verify, issuers,
+                                  api_audiences=tuple(config.api_audiences or issuers),
+                                  max_expiration_s=int(max_s),
+                                  extend_expiration=config.service_account_extend_token_expiration)
+    if informers is not None:
+        tokens.index.follow(informers)
+    return tokens
+
+
+def build_authenticator(config: Config, informers: Informers | None, admin_token: str,
+                        service_accounts: TokenAuthenticator | None = None) -> Authenticator:
     """kube's authenticator union, in kube's order, from the flags; the admin token is system:masters."""
     tokens: dict[str, UserInfo] = {}
     if config.token_auth_file:
@@ -37,6 +58,8 @@ def build_authenticator(config: Config, informers: Informers | None, admin_token
     authenticator = Authenticator(tokens, anonymous=config.anonymous_auth, api_audiences=tuple(audiences))
     # Token authenticators after the token file, in kube's order: service accounts, the JWT
     # authenticators of --authentication-config, the token webhook (add_token_authenticator).
+    if service_accounts is not None:
+        authenticator.add_token_authenticator(service_accounts)
     if config.authentication_config:  # its JWT issuers after the service accounts, as kube orders them
         authn_config = jwt_authn.load(config.authentication_config,
                                       tuple(config.service_account_issuers) or (DEFAULT_ISSUER,))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 import trio
+from cryptography.hazmat.primitives.asymmetric import ec
 from hypercorn.config import Config as HypercornConfig
 
 from kapi import __version__, apis
@@ -38,9 +39,11 @@ from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
 from kapi.server.security import tls_client_cas
 from kapi.server.security import build_audit
-from kapi.server.security import build_authenticator, build_authorizer
+from kapi.server.security import build_authenticator, build_authorizer, build_service_account_tokens
 from kapi.metrics import Metrics
-from kapi.server.pki import ensure_pki, write_kubeconfig
+from kapi.chain.authn.serviceaccount import ServiceAccountTokens, load_private_key
+from kapi.controllers.serviceaccounttoken import TokensController
+from kapi.server.pki import ensure_pki, ensure_service_account_key, write_kubeconfig
 from kapi.server.supervise import FatalError, supervise
 from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
@@ -108,25 +111,31 @@ async def compact_periodically(storage: Storage, interval_s: float) -> None:
 
 
 def build_app(config: Config, registry: Registry, token: str, health: Health,
-              informers: Informers | None = None) -> App:
+              informers: Informers | None = None, service_accounts: ServiceAccountTokens | None = None) -> App:
     """The API over ``registry``: its table and its schema are the ones the handlers, discovery and OpenAPI read.
 
     ``informers`` are the server's shared in-process informers (RBAC and the Node authorizer read
-    them); the caller runs them. ``token`` is the admin token (system:masters).
+    them); the caller runs them. ``token`` is the admin token (system:masters). ``service_accounts``
+    issues and checks service-account tokens (None: with a key made for this app alone, gone with it).
     """
     table, schema = registry.table, registry.schema
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
     authorizer = build_authorizer(config, informers)
-    authenticator = build_authenticator(config, informers, token)
+    if service_accounts is None:
+        service_accounts = build_service_account_tokens(config, informers, ec.generate_private_key(ec.SECP256R1()))
+    authenticator = build_authenticator(config, informers, token, service_accounts)
     return App(
         handlers=Handlers(registry, table, schema, authorizer, authenticator,
-                          min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes),
+                          min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes,
+                          named_creates={("", "serviceaccounts", "token"): partial(service_accounts.request_token,
+                                                                                   registry)}),
         discovery=Discovery(table),
         openapi=OpenAPIDocuments(schema, table),
         authn=authenticator,
         authz=authorizer,
         health=health,
         version_info=version,
+        issuer_discovery=service_accounts,
         max_body_bytes=config.max_body_bytes,
         request_timeout_s=config.request_timeout_s,
         metrics=registry.metrics,
@@ -161,13 +170,22 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise FatalError(f"certificates in {data_dir / 'pki'}: {detail} "
                          f"({getattr(exc, 'filename', None) or 'remove the pki directory to make new ones'})") from None
+    try:
+        sa_key = load_private_key(ensure_service_account_key(data_dir, config.service_account_signing_key_file))
+    except (OSError, ValueError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise FatalError(f"service-account signing key: {detail} ({getattr(exc, 'filename', None) or ''})") from None
     storage = make_storage(config, data_dir)
     # The schema is loaded once per server; the registry and the API read this one.
     registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), root=key_root(config.etcd_prefix),
                         metrics=Metrics())
     health = Health()
     informers = Informers(registry)
-    app = build_app(config, registry, pki.admin_token, health, informers)
+    try:
+        service_accounts = build_service_account_tokens(config, informers, sa_key)
+    except (OSError, ValueError) as exc:  # a key file that cannot be read, or a value kube refuses
+        raise FatalError(str(exc)) from None
+    app = build_app(config, registry, pki.admin_token, health, informers, service_accounts)
     shutdown = trio.Event()
 
     hconf = HypercornConfig()
@@ -209,6 +227,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         if app.chain.audit is not None:  # its writers flush what is queued when the server stops
             await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
+        await services.start(partial(supervise, "service-account token controller", partial(
+            _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text()), restart=True))
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
@@ -231,6 +251,11 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             http.start_soon(_shutdown_on_signal, config, app, health, shutdown)
         # hypercorn has returned: no request is in flight any more.
         services.cancel_scope.cancel()
+
+
+async def _tokens_controller(registry: Registry, informers: Informers, tokens: ServiceAccountTokens, ca_pem: str,
+                             *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    await TokensController(registry, informers, tokens, ca_pem).run(task_status=task_status)
 
 
 async def _collect_garbage(registry: Registry, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

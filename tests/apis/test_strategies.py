@@ -24,7 +24,8 @@ DEFAULT_PRINTED = frozenset({
     "clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io",
     "selfsubjectaccessreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io",
     "localsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io",
-    "selfsubjectreviews.authentication.k8s.io", "customresourcedefinitions.apiextensions.k8s.io",
+    "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io",
+    "customresourcedefinitions.apiextensions.k8s.io",
     "flowschemas.flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
 })
 # Stored kinds without validation rules of their own, as in kube-apiserver (or not written in kapi yet).
