@@ -288,3 +288,20 @@ async def test_reviews_answered_by_rbac(nursery: trio.Nursery, tmp_path: Path) -
     # Alice may not ask about others.
     r = await api.create(SAR, _review("SubjectAccessReview", {"user": "bob", **ATTRS}), token="alice-token")
     assert r.status == 403
+
+
+async def test_an_authorizer_error_is_the_evaluation_error() -> None:
+    """Issue 12: a mode that could not decide (a webhook down) shows in status.evaluationError, as kube's REST."""
+    from kapi.apis.authorization import SELF_SUBJECT_ACCESS_REVIEWS, SUBJECT_ACCESS_REVIEWS
+    from kapi.object.access import NO_OPINION, Decision, UserInfo
+
+    class Broken(Recorder):
+        async def authorize(self, attrs):  # type: ignore[no-untyped-def]
+            return Decision(NO_OPINION, "", 'Post "https://authz.example": connection refused')
+
+    alice = UserInfo("alice", "uid-a", ("devs",))
+    for strategy, spec in ((SELF_SUBJECT_ACCESS_REVIEWS.strategy, ATTRS),
+                           (SUBJECT_ACCESS_REVIEWS.strategy, {**ATTRS, "user": "bob"})):
+        review = await strategy.answer({"kind": "SubjectAccessReview", "spec": spec}, alice, Broken())
+        assert review["status"] == {"allowed": False,
+                                    "evaluationError": 'Post "https://authz.example": connection refused'}

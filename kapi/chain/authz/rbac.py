@@ -16,11 +16,14 @@ RBAC change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from kapi.object.access import (NO_OPINION, ALLOW, Attributes, Decision, NonResourceRule, ResourceRule, Rules,
                                 UserInfo)
 from kapi.object.rbac import SERVICE_ACCOUNT_PREFIX, applies_to, describe_subject, rule_allows
+
+if TYPE_CHECKING:
+    from kapi.registry.informer import Informer, Informers, Item
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 Obj = dict[str, Any]
@@ -229,13 +232,13 @@ class RBAC:
 
     name = "RBAC"
 
-    def __init__(self, informers: Any | None = None, index: RBACIndex | None = None) -> None:
+    def __init__(self, informers: Informers | None = None, index: RBACIndex | None = None) -> None:
         self.index = index or RBACIndex()
         if informers is not None:
             self.watch(informers)
 
-    def watch(self, informers: Any) -> None:
-        """Feed the index from the four RBAC informers of ``informers`` (kapi.registry.informer.Informers)."""
+    def watch(self, informers: Informers) -> None:
+        """Feed the index from the four shared RBAC informers of ``informers``."""
         ix = self.index
         _follow(informers.informer(RBAC_GROUP, "roles"),
                 lambda item: ix.put_role(item.namespace, item.name, item.object()),
@@ -298,5 +301,5 @@ def _copy_rule(rule: Mapping[str, Any]) -> Obj:
     return {k: list(v) if isinstance(v, list | tuple) else v for k, v in rule.items()}
 
 
-def _follow(informer: Any, put: Callable[[Any], None], delete: Callable[[Any], None]) -> None:
+def _follow(informer: Informer, put: Callable[[Item], None], delete: Callable[[Item], None]) -> None:
     informer.add_handler(put, lambda _old, new: put(new), delete)
