@@ -10,7 +10,7 @@ import trio
 
 from kapi.api.app import Health
 from kapi.apis import BUILTIN
-from kapi.chain.authz.node import NODE_RULES, Graph, NodeAuthorizer, node_identity, pod_secret_names
+from kapi.chain.authz.node import Graph, NodeAuthorizer, node_identity, pod_secret_names
 from kapi.config import Config
 from kapi.controllers.namespace import NamespaceController
 from kapi.object.access import ALLOW, NO_OPINION, Attributes, UserInfo
@@ -181,7 +181,7 @@ def test_static_node_rules_and_who_is_a_node() -> None:
     assert (d.decision, d.reason) == (NO_OPINION, 'unknown node for user "system:node:"')
     assert node.rules_for(N1, "default").incomplete
     assert not node.rules_for(UserInfo("alice"), "default").incomplete
-    assert any(r["resources"] == ["serviceaccounts/token"] for r in NODE_RULES)
+    assert any(r.get("resources") == ["serviceaccounts/token"] for r in node.node_rules)
 
 
 def test_mirror_pods_grant_nothing_beyond_themselves() -> None:

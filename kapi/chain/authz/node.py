@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
 from kapi import errors
+from kapi.apis.rbacpolicy import cluster_roles
 from kapi.object.access import ALLOW, NO_OPINION, Attributes, Decision, Rules, UserInfo
 from kapi.object.rbac import rules_allow
 from kapi.object.selectors import parse_field_terms
@@ -45,37 +46,11 @@ CONFIGMAP, NODE, POD, PVC, PV, SECRET, SERVICE_ACCOUNT, RESOURCE_CLAIM, VOLUME_A
 Vertex = tuple[str, str, str]  # (type, namespace, name)
 
 
-def _rule(verbs: Sequence[str], groups: Sequence[str], resources: Sequence[str]) -> dict[str, Any]:
-    return {"verbs": list(verbs), "apiGroups": list(groups), "resources": list(resources)}
-
-
-_READ = ("get", "list", "watch")
-# kube 1.33's bootstrappolicy.NodeRules() with its default feature gates: the static rules the Node
-# authorizer applies to whatever it does not subdivide (the system:node ClusterRole has them too).
-NODE_RULES: tuple[dict[str, Any], ...] = (
-    _rule(("create",), ("authentication.k8s.io",), ("tokenreviews",)),
-    _rule(("create",), ("authorization.k8s.io",), ("subjectaccessreviews", "localsubjectaccessreviews")),
-    _rule(_READ, ("",), ("services",)),
-    _rule(("create", "get", "list", "watch"), ("",), ("nodes",)),
-    _rule(("update", "patch"), ("",), ("nodes/status",)),
-    _rule(("update", "patch"), ("",), ("nodes",)),
-    _rule(("create", "update", "patch"), ("",), ("events",)),
-    _rule(_READ, ("",), ("pods",)),
-    _rule(("create", "delete"), ("",), ("pods",)),
-    _rule(("update", "patch"), ("",), ("pods/status",)),
-    _rule(("create",), ("",), ("pods/eviction",)),
-    _rule(("get", "list", "watch"), ("",), ("secrets", "configmaps")),
-    _rule(("get",), ("",), ("persistentvolumeclaims", "persistentvolumes")),
-    _rule(("get",), ("",), ("endpoints",)),
-    _rule(("create", "get", "list", "watch"), ("certificates.k8s.io",), ("certificatesigningrequests",)),
-    _rule(("get", "create", "update", "patch", "delete"), ("coordination.k8s.io",), ("leases",)),
-    _rule(("get",), ("storage.k8s.io",), ("volumeattachments",)),
-    _rule(("create",), ("",), ("serviceaccounts/token",)),
-    _rule(("get", "update", "patch"), ("",), ("persistentvolumeclaims/status",)),
-    _rule(("get", "watch", "list"), ("storage.k8s.io",), ("csidrivers",)),
-    _rule(("get", "create", "update", "patch", "delete"), ("storage.k8s.io",), ("csinodes",)),
-    _rule(("get", "list", "watch"), ("node.k8s.io",), ("runtimeclasses",)),
-)
+def node_rules() -> tuple[Mapping[str, Any], ...]:
+    """kube's bootstrappolicy.NodeRules(): the static rules the Node authorizer applies to whatever it does not
+    subdivide, which are the bootstrap policy's system:node ClusterRole's rules (one source for both)."""
+    role = next(r for r in cluster_roles() if r["metadata"]["name"] == "system:node")
+    return tuple(role["rules"])
 
 
 def node_identity(user: UserInfo) -> tuple[str, bool]:
@@ -365,9 +340,9 @@ class NodeAuthorizer:
     name = "Node"
 
     def __init__(self, informers: Any | None = None, graph: Graph | None = None,
-                 node_rules: Sequence[Mapping[str, Any]] = NODE_RULES) -> None:
+                 rules: Sequence[Mapping[str, Any]] | None = None) -> None:
         self.graph = graph or Graph()
-        self.node_rules = tuple(node_rules)
+        self.node_rules = tuple(rules) if rules is not None else node_rules()
         self._bound: dict[tuple[str, str], tuple[str, str]] = {}  # pod (ns, name) -> (node, uid) in the graph
         if informers is not None:
             self.watch(informers)
