@@ -4,7 +4,7 @@ A Secret of type ``kubernetes.io/service-account-token`` naming a ServiceAccount
 ``kubernetes.io/service-account.name``) is filled with a legacy token for it (``token``), the
 server's CA (``ca.crt``) and its ``namespace``, and gets the account's uid annotation; one whose
 ServiceAccount is missing (or another of that name: the uid differs) is deleted, and so are the
-token Secrets of a deleted ServiceAccount. As kube 1.33, no Secret is made for a ServiceAccount
+token Secrets of a deleted ServiceAccount; a deleted token Secret leaves the account's ``secrets``. As kube 1.33, no Secret is made for a ServiceAccount
 on its own (LegacyServiceAccountTokenNoAutoGeneration): a user asks by creating the Secret.
 """
 
@@ -50,7 +50,8 @@ class TokensController:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Register with the shared informers (synced ones hand over what they hold) and work the queue."""
         regs = [(self.secrets, self.secrets.add_handler(on_add=self._secret_changed,
-                                                        on_update=lambda old, new: self._secret_changed(new))),
+                                                        on_update=lambda old, new: self._secret_changed(new),
+                                                        on_delete=self._secret_gone)),
                 (self.service_accounts, self.service_accounts.add_handler(on_delete=self._account_gone))]
         try:
             await self._work(task_status)
@@ -69,6 +70,9 @@ class TokensController:
                     if kind == "secret":
                         namespace, _, name = rest.partition("/")
                         await self.sync_secret(namespace, name)
+                    elif kind == "reference":
+                        namespace, name, sa_name, sa_uid = rest.split("/", 3)
+                        await self.remove_reference(namespace, name, sa_name, sa_uid)
                     else:
                         namespace, name, uid = rest.split("/", 2)
                         await self.delete_tokens(namespace, name, uid)
@@ -86,6 +90,39 @@ class TokensController:
         # A token Secret must name its account (validation requires the annotation): others are skipped undecoded.
         if item.may_have(SA_NAME_ANNOTATION):
             self._queue.add(f"secret|{item.namespace}/{item.name}")
+
+    def _secret_gone(self, item: Item) -> None:
+        if not item.may_have(SA_NAME_ANNOTATION):
+            return
+        secret = item.object()
+        if secret.get("type") != SA_TOKEN_TYPE:
+            return
+        annotations = secret["metadata"].get("annotations") or {}
+        self._queue.add(f"reference|{item.namespace}/{item.name}/{annotations.get(SA_NAME_ANNOTATION, '')}/"
+                        f"{annotations.get(SA_UID_ANNOTATION, '')}")
+
+    async def remove_reference(self, namespace: str, secret_name: str, sa_name: str, sa_uid: str) -> None:
+        """A deleted token Secret leaves its ServiceAccount's ``secrets`` (kube's removeSecretReference)."""
+        sa = self.service_accounts.get(namespace, sa_name)
+        if sa is None or sa_uid and sa["metadata"].get("uid") != sa_uid:
+            return
+        if not any(ref.get("name") == secret_name for ref in sa.get("secrets") or ()):
+            return
+
+        def drop(live: Obj) -> Obj:
+            if sa_uid and live["metadata"].get("uid") != sa_uid:
+                return live
+            refs = [ref for ref in live.get("secrets") or () if ref.get("name") != secret_name]
+            if refs:
+                live["secrets"] = refs
+            else:
+                live.pop("secrets", None)
+            return live
+
+        try:
+            await self.registry.guaranteed_update(self.sa_res, namespace, sa_name, drop, WriteOptions())
+        except errors.NotFound:
+            pass
 
     def _account_gone(self, item: Item) -> None:
         uid = item.metadata().get("uid", "")

@@ -226,6 +226,29 @@ async def test_the_token_controller_fills_legacy_token_secrets_and_removes_orpha
     await until(lambda: _refused(api, token))
 
 
+async def test_a_deleted_token_secret_leaves_its_accounts_secrets(api: Api) -> None:
+    await make_sa(api)
+    r = await api.request("PATCH", f"{SA}/robot", {"secrets": [{"name": "robot-token"}, {"name": "other"}]},
+                          content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+    secret = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+              "metadata": {"name": "robot-token", "annotations": {"kubernetes.io/service-account.name": "robot"}}}
+    assert (await api.create("/api/v1/namespaces/default/secrets", secret)).status == 201
+
+    async def annotated() -> bool:
+        r = await api.request("GET", "/api/v1/namespaces/default/secrets/robot-token")
+        return "kubernetes.io/service-account.uid" in r.json()["metadata"].get("annotations", {})
+
+    await until(annotated)
+    assert (await api.request("DELETE", "/api/v1/namespaces/default/secrets/robot-token")).status == 200
+
+    async def dropped() -> Any:
+        r = await api.request("GET", f"{SA}/robot")
+        return r.json() if r.json().get("secrets") == [{"name": "other"}] else None
+
+    await until(dropped)
+
+
 async def test_issuer_discovery_documents_name_the_issuer_and_its_keys(api: Api) -> None:
     r = await api.request("GET", "/.well-known/openid-configuration")
     assert r.status == 200 and r.headers["content-type"] == "application/json"
