@@ -151,3 +151,35 @@ def test_the_python_client_authenticates_with_a_token_request_token(sa_server: S
         assert review.status.user_info.username == "system:serviceaccount:default:pyclient"
         names = [c.metadata.name for c in client.CoreV1Api(sa_client).list_namespaced_config_map("default").items]
         assert "kube-root-ca.crt" in names
+
+
+@pytest.fixture(scope="module")
+def rbac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(tmp_path_factory.mktemp("kapi-sa-rbac"), "--authorization-mode", "Node,RBAC")
+    yield srv
+    stop_server(srv)
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.27"])
+def test_under_rbac_a_token_may_ask_who_it_is_and_the_issuer_keys_and_nothing_more(
+        rbac_server: Server, version: str, tmp_path: Path) -> None:
+    """kube's bootstrap policy: system:basic-user lets every authenticated user review itself,
+    system:service-account-issuer-discovery lets service accounts (not anonymous) read the issuer's keys."""
+    kubectl = _kubectl(version, rbac_server)
+    name = f"rbac-{version.replace('.', '')}"
+    kubectl.run("create", "serviceaccount", name)
+    token = kubectl.run("create", "token", name).stdout.strip()
+    kubeconfig = token_kubeconfig(rbac_server, token, tmp_path / "sa.kubeconfig")
+    info = whoami(kubectl, kubeconfig)["status"]["userInfo"]
+    assert info["username"] == f"system:serviceaccount:default:{name}"
+    import subprocess
+
+    proc = subprocess.run([kubectl.binary, "--kubeconfig", str(kubeconfig), "get", "secrets"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert (f'secrets is forbidden: User "system:serviceaccount:default:{name}" cannot list resource "secrets" in '
+            'API group "" in the namespace "default"') in proc.stderr
+    status, _, body = rbac_server.request("GET", "/openid/v1/jwks", token=token)
+    assert status == 200 and json.loads(body)["keys"]
+    status, _, _ = rbac_server.request("GET", "/openid/v1/jwks", token="")
+    assert status == 403
