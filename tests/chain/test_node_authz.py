@@ -281,6 +281,11 @@ async def test_the_informers_feed_the_node_graph(node_api: Api) -> None:
         "app", volumes=[{"name": "s", "secret": {"secretName": "app-secret"}}]), token=admin)
     assert r.status == 201, r.json()
     await _until(api, secret, "n1-token", 200)
+    # updates of the bound pod (its labels, its status) leave its edges as they are
+    r = await api.request("PATCH", "/api/v1/namespaces/default/pods/app", {"metadata": {"labels": {"a": "b"}}},
+                          token=admin, content_type="application/merge-patch+json")
+    assert r.status == 200, r.json()
+    assert await _status(api, secret, "n1-token") == 200
     assert await _status(api, secret, "n2-token") == 403
     assert await _status(api, "/api/v1/namespaces/default/secrets/unused", "n1-token") == 403
     assert await _status(api, "/api/v1/namespaces/default/secrets", "n1-token") == 403  # no list of all
@@ -295,3 +300,34 @@ async def test_the_informers_feed_the_node_graph(node_api: Api) -> None:
     r = await api.request("DELETE", "/api/v1/namespaces/default/pods/app?gracePeriodSeconds=0", token=admin)
     assert r.status == 200, r.json()
     await _until(api, secret, "n1-token", 403)
+
+
+class _Item:
+    """An informer Item stand-in that counts decodes."""
+
+    def __init__(self, obj: Obj) -> None:
+        self.obj, self.namespace, self.name, self.decoded = obj, obj["metadata"]["namespace"], obj["metadata"]["name"], 0
+
+    def metadata(self) -> Obj:
+        return self.obj["metadata"]
+
+    def object(self) -> Obj:
+        self.decoded += 1
+        return self.obj
+
+
+def test_updates_of_a_bound_pod_are_not_decoded() -> None:
+    """A status update of a bound pod (same uid) is not decoded again; a pod bound by the update is."""
+    node = NodeAuthorizer()
+    pending = _Item(pod("p", node=""))
+    node._pod_updated(pending)
+    assert pending.decoded == 1 and node.decide(res("get", "pods", "p")).decision == NO_OPINION
+    bound = _Item(pod("p"))
+    node._pod_updated(bound)
+    assert bound.decoded == 1 and node.decide(res("get", "pods", "p")).decision == ALLOW
+    again = _Item(pod("p"))
+    node._pod_updated(again)
+    assert again.decoded == 0
+    recreated = _Item(pod("p", node="n2", uid="other"))
+    node._pod_updated(recreated)
+    assert recreated.decoded == 1 and node.decide(res("get", "pods", "p", user=N2)).decision == ALLOW

@@ -352,7 +352,7 @@ class NodeAuthorizer:
     def watch(self, informers: Any) -> None:
         """Feed the graph from the pods and persistentvolumes informers (volumeattachments when served)."""
         pods = informers.informer("", "pods")
-        pods.add_handler(lambda item: self.put_pod(item.object()), lambda _old, new: self.put_pod(new.object()),
+        pods.add_handler(lambda item: self.put_pod(item.object()), lambda _old, new: self._pod_updated(new),
                          lambda item: self.remove_pod(item.namespace, item.name))
         pvs = informers.informer("", "persistentvolumes")
         pvs.add_handler(lambda item: self.graph.add_pv(item.object()),
@@ -379,6 +379,14 @@ class NodeAuthorizer:
             return
         self._bound[key] = seen
         self.graph.add_pod(pod)
+
+    def _pod_updated(self, new: Any) -> None:
+        """A pod already in the graph with the same uid is left alone without decoding its spec: a bound pod's
+        node cannot change (most pod updates are status updates of bound pods)."""
+        bound = self._bound.get((new.namespace, new.name))
+        if bound is not None and (new.metadata() or {}).get("uid", "") == bound[1]:
+            return
+        self.put_pod(new.object())
 
     def remove_pod(self, namespace: str, name: str) -> None:
         if self._bound.pop((namespace, name), None) is not None:
