@@ -17,8 +17,8 @@ from typing import Any
 import trio
 
 from kapi import errors
-from kapi.chain.authn.serviceaccount import (SA_NAME_ANNOTATION, SA_TOKEN_TYPE, SA_UID_ANNOTATION,
-                                             ServiceAccountTokens)
+from kapi.chain.authn.serviceaccount import (LABEL_LAST_USED, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
+                                             SA_UID_ANNOTATION, ServiceAccountTokens)
 from kapi.controllers.base import WorkQueue
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.informer import Informers, Item
@@ -53,11 +53,13 @@ class TokensController:
                                                         on_update=lambda old, new: self._secret_changed(new),
                                                         on_delete=self._secret_gone)),
                 (self.service_accounts, self.service_accounts.add_handler(on_delete=self._account_gone))]
+        self.tokens.on_legacy_use = self._legacy_used
         try:
             await self._work(task_status)
         finally:  # a restarted controller registers afresh
             for informer, reg in regs:
                 informer.remove_handler(reg)
+            self.tokens.on_legacy_use = None
 
     async def _work(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
@@ -70,6 +72,9 @@ class TokensController:
                     if kind == "secret":
                         namespace, _, name = rest.partition("/")
                         await self.sync_secret(namespace, name)
+                    elif kind == "used":
+                        namespace, name, day = rest.split("/", 2)
+                        await self.mark_used(namespace, name, day)
                     elif kind == "reference":
                         namespace, name, sa_name, sa_uid = rest.split("/", 3)
                         await self.remove_reference(namespace, name, sa_name, sa_uid)
@@ -90,6 +95,23 @@ class TokensController:
         # A token Secret must name its account (validation requires the annotation): others are skipped undecoded.
         if item.may_have(SA_NAME_ANNOTATION):
             self._queue.add(f"secret|{item.namespace}/{item.name}")
+
+    def _legacy_used(self, namespace: str, name: str, day: str) -> None:
+        self._queue.add(f"used|{namespace}/{name}/{day}")
+
+    async def mark_used(self, namespace: str, name: str, day: str) -> None:
+        """kube's legacy token tracking: the Secret's ``kubernetes.io/legacy-token-last-used`` label is the
+        last day (UTC) its token authenticated."""
+        def label(live: Obj) -> Obj:
+            md = live["metadata"]
+            if (md.get("labels") or {}).get(LABEL_LAST_USED) != day:
+                md["labels"] = {**(md.get("labels") or {}), LABEL_LAST_USED: day}
+            return live
+
+        try:
+            await self.registry.guaranteed_update(self.secrets_res, namespace, name, label, WriteOptions())
+        except errors.NotFound:
+            pass
 
     def _secret_gone(self, item: Item) -> None:
         if not item.may_have(SA_NAME_ANNOTATION):

@@ -217,6 +217,13 @@ async def test_the_token_controller_fills_legacy_token_secrets_and_removes_orpha
     assert jwt.decode(token, options={"verify_signature": False})["iss"] == "kubernetes/serviceaccount"
     who = await until(lambda: _who(api, token))
     assert who["username"] == "system:serviceaccount:default:robot"
+
+    async def used() -> Any:  # kube's legacy token tracking labels the Secret with the day of use
+        r = await api.request("GET", "/api/v1/namespaces/default/secrets/robot-token")
+        return r.json()["metadata"].get("labels", {}).get("kubernetes.io/legacy-token-last-used")
+
+    day = await until(used)
+    assert len(day) == 10 and day[4] == day[7] == "-"
     assert (await api.request("DELETE", f"{SA}/robot")).status == 200
 
     async def secret_gone() -> bool:

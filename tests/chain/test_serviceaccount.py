@@ -201,3 +201,15 @@ def test_openid_configuration_is_kubes_document_for_an_https_issuer(tokens: Serv
                    "id_token_signing_alg_values_supported": ["ES256"]}
     plain = ServiceAccountTokens(ec.generate_private_key(ec.SECP256R1()), issuers=("kapi",))
     assert plain.openid_configuration("127.0.0.1:6443") is None
+
+
+async def test_a_legacy_tokens_use_is_reported_once_its_day_is_not_on_the_secret(tokens: ServiceAccountTokens) -> None:
+    used: list[tuple[str, str, str]] = []
+    tokens.on_legacy_use = lambda ns, name, day: used.append((ns, name, day))
+    token = tokens.legacy_token(sa(), "robot-token")
+    tokens.index.refs["secrets"][("team", "robot-token")] = _Ref("s-uid", token=token.encode())
+    await tokens.authenticate_token(token, ())
+    assert used == [("team", "robot-token", "2027-01-15")]  # NOW in UTC
+    tokens.index.refs["secrets"][("team", "robot-token")] = _Ref("s-uid", token=token.encode(), last_used="2027-01-15")
+    await tokens.authenticate_token(token, ())
+    assert len(used) == 1

@@ -63,6 +63,7 @@ SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
 SA_NAME_ANNOTATION = "kubernetes.io/service-account.name"
 SA_UID_ANNOTATION = "kubernetes.io/service-account.uid"
 LABEL_INVALID_SINCE = "kubernetes.io/legacy-token-invalid-since"
+LABEL_LAST_USED = "kubernetes.io/legacy-token-last-used"
 _LEGACY = "kubernetes.io/serviceaccount/"
 
 _INVALIDATED = "service account token has been invalidated"
@@ -162,6 +163,7 @@ class _Ref:
     deleting_since: float | None = None
     token: bytes = b""
     invalid_since: str = ""
+    last_used: str = ""
 
 
 def _deleting_since(md: Obj) -> float | None:
@@ -191,7 +193,9 @@ def _secret_ref(item: Item) -> _Ref:
             ref.token = base64.b64decode((obj.get("data") or {}).get("token") or "")
         except ValueError:
             ref.token = b""
-        ref.invalid_since = (md.get("labels") or {}).get(LABEL_INVALID_SINCE, "")
+        labels = md.get("labels") or {}
+        ref.invalid_since = labels.get(LABEL_INVALID_SINCE, "")
+        ref.last_used = labels.get(LABEL_LAST_USED, "")
     return ref
 
 
@@ -277,6 +281,10 @@ class ServiceAccountTokens:
     extend_expiration: bool = True  # --service-account-extend-token-expiration
     index: ObjectIndex = field(default_factory=ObjectIndex)
     now: Callable[[], float] = time.time
+    # Told (namespace, secret name, date) when a legacy token is used on a day its Secret's
+    # last-used label does not name yet: the token controller writes the label (kube's
+    # LegacyServiceAccountTokenTracking patches it from the authenticator itself).
+    on_legacy_use: Callable[[str, str, str], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.issuers:
@@ -499,6 +507,9 @@ class ServiceAccountTokens:
             raise AuthenticationError(f"service account {namespace}/{sa_name} has been deleted")
         if sa.uid != sa_uid:
             raise AuthenticationError(f"service account UID ({sa.uid}) does not match claim ({sa_uid})")
+        today = dt.datetime.fromtimestamp(self.now(), dt.timezone.utc).strftime("%Y-%m-%d")
+        if secret.last_used != today and self.on_legacy_use is not None:
+            self.on_legacy_use(namespace, secret_name, today)
         if secret.invalid_since:
             raise AuthenticationError(
                 f"the token in secret {namespace}/{secret_name} for service account {namespace}/{sa_name} has been "
