@@ -146,6 +146,31 @@ async def _refused(api: Api, token: str) -> Any:
     return r if r.status == 401 else None
 
 
+async def test_secret_and_node_bound_tokens_die_with_their_objects(api: Api) -> None:
+    await make_sa(api)
+    r = await api.create("/api/v1/namespaces/default/secrets", {"apiVersion": "v1", "kind": "Secret",
+                                                                "metadata": {"name": "anchor"}})
+    assert r.status == 201
+    r = await request_token(api, spec={"boundObjectRef": {"kind": "Secret", "apiVersion": "v1", "name": "anchor"}})
+    assert r.status == 201, r.body
+    secret_token = r.json()["status"]["token"]
+    r = await api.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+    assert r.status == 201
+    r = await request_token(api, spec={"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "n1"}})
+    assert r.status == 201, r.body
+    node_token = r.json()["status"]["token"]
+    assert jwt.decode(node_token, options={"verify_signature": False})["kubernetes.io"]["node"]["name"] == "n1"
+    who = await until(lambda: _who(api, node_token))
+    assert who["extra"]["authentication.kubernetes.io/node-name"] == ["n1"]
+    await until(lambda: _who(api, secret_token))
+    assert (await api.request("DELETE", "/api/v1/namespaces/default/secrets/anchor")).status == 200
+    await until(lambda: _refused(api, secret_token))
+    assert (await api.request("DELETE", "/api/v1/nodes/n1")).status == 200
+    await until(lambda: _refused(api, node_token))
+    r = await request_token(api, spec={"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "n1"}})
+    assert r.status == 404 and r.json()["message"] == 'nodes "n1" not found'
+
+
 async def test_a_token_dies_with_its_service_account(api: Api) -> None:
     await make_sa(api)
     token = (await request_token(api)).json()["status"]["token"]
