@@ -213,3 +213,34 @@ async def test_a_legacy_tokens_use_is_reported_once_its_day_is_not_on_the_secret
     tokens.index.refs["secrets"][("team", "robot-token")] = _Ref("s-uid", token=token.encode(), last_used="2027-01-15")
     await tokens.authenticate_token(token, ())
     assert len(used) == 1
+
+
+def test_the_signing_key_is_made_once_private_and_kept(tmp_path) -> None:
+    from kapi.server.pki import ensure_service_account_key
+
+    path = ensure_service_account_key(tmp_path)
+    assert path == tmp_path / "pki" / "sa.key" and path.stat().st_mode & 0o777 == 0o600
+    first = path.read_bytes()
+    assert ensure_service_account_key(tmp_path).read_bytes() == first  # a restart keeps it: tokens stay valid
+    with pytest.raises(FileNotFoundError):
+        ensure_service_account_key(tmp_path, str(tmp_path / "missing.key"))
+
+
+def test_the_flags_build_kubes_issuer(tmp_path) -> None:
+    from kapi.config import Config
+    from kapi.server.security import build_service_account_tokens
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    with pytest.raises(ValueError, match="between 1 hour and 2\\^32 seconds"):
+        build_service_account_tokens(Config(service_account_max_token_expiration_s=600.0), None, key)
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = tmp_path / "keys.pem"
+    pem.write_bytes(other.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                        serialization.NoEncryption()))
+    tokens = build_service_account_tokens(Config(service_account_issuers=("https://a", "https://b"),
+                                                 service_account_key_files=(str(pem),)), None, key)
+    assert tokens.issuers == ("https://a", "https://b") and tokens.api_audiences == ("https://a", "https://b")
+    assert {k["kid"] for k in orjson.loads(tokens.jwks())["keys"]} == {key_id(key.public_key()),
+                                                                       key_id(other.public_key())}
+    tokens = build_service_account_tokens(Config(api_audiences=("api",)), None, key)
+    assert tokens.issuers == (ISSUER,) and tokens.api_audiences == ("api",)
