@@ -294,3 +294,75 @@ async def test_no_path_is_exempt_from_authorization(rbac_api: Api) -> None:
         assert (await rbac_api.request("GET", p, token=None)).status == 200, p
     assert (await rbac_api.request("GET", "/healthz/etcd", token=None)).status == 403  # not listed
     assert (await rbac_api.request("GET", "/api/v1/namespaces", token=None)).status == 403
+
+
+# ------------------------------------------------------------------ the index decides as kube's full visit
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_NAMES = st.sampled_from(["alice", "bob", "system:serviceaccount:team:builder", "system:serviceaccount:other:x"])
+_GROUPS = st.sampled_from(["devs", "ops", "system:authenticated", "system:serviceaccounts:team"])
+_NS = st.sampled_from(["", "team", "other"])
+_SUBJECT = st.one_of(
+    st.builds(lambda n: {"kind": "User", "name": n}, _NAMES),
+    st.builds(lambda g: {"kind": "Group", "name": g}, _GROUPS),
+    st.builds(lambda n, ns: {"kind": "ServiceAccount", "name": n, **({"namespace": ns} if ns else {})},
+              st.sampled_from(["builder", "x"]), _NS),
+    st.just({"kind": "Robot", "name": "alice"}))
+_RULE = st.fixed_dictionaries({
+    "verbs": st.lists(st.sampled_from(["get", "list", "*"]), min_size=1, max_size=2),
+    "apiGroups": st.lists(st.sampled_from(["", "apps", "*"]), min_size=1, max_size=2),
+    "resources": st.lists(st.sampled_from(["pods", "pods/log", "*/log", "secrets", "*"]), min_size=1, max_size=2),
+}, optional={"resourceNames": st.lists(st.sampled_from(["a", "b"]), max_size=1)})
+_BINDING = st.tuples(st.sampled_from(["b1", "b2", "b3"]), _NS, st.sampled_from(["Role", "ClusterRole"]),
+                     st.sampled_from(["r1", "r2", "missing"]), st.lists(_SUBJECT, min_size=1, max_size=3))
+
+
+def _visit(bindings: dict[tuple[str, str], Binding], roles: dict[tuple[str, str, str], list[Obj]],
+           attrs: Attributes) -> bool:
+    """kube's VisitRulesFor with no index: every cluster binding, then every binding of the namespace."""
+    for scope in ("", attrs.namespace) if attrs.namespace else ("",):
+        for (ns, _), b in bindings.items():
+            if ns != scope or not any(applies_to(s, attrs.user, scope) for s in b.subjects):
+                continue
+            rules = roles.get((b.role_kind, scope if b.role_kind == "Role" else "", b.role_name))
+            if rules and any(rule_allows(r, attrs) for r in rules):
+                return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_BINDING, min_size=1, max_size=8),
+       st.lists(st.tuples(_NS, st.sampled_from(["r1", "r2"]), st.lists(_RULE, min_size=1, max_size=2)),
+                min_size=1, max_size=6),
+       _NAMES, st.lists(_GROUPS, min_size=1, max_size=2, unique=True), _NS,
+       st.sampled_from(["get", "list", "delete"]), st.sampled_from(["", "apps"]),
+       st.sampled_from([("pods", ""), ("pods", "log"), ("secrets", ""), ("deployments", "scale")]),
+       st.sampled_from(["", "a"]), st.integers(0, 8))
+def test_the_index_decides_as_a_full_visit(binding_specs: list[Any], role_specs: list[Any], name: str,
+                                           groups: list[str], ns: str, verb: str, group: str,
+                                           resource: tuple[str, str], obj_name: str, removed: int) -> None:
+    """Issue 12: for any policy, and after removing a binding, the index allows exactly what visiting
+    every binding (kube's resolver) allows."""
+    ix = RBACIndex()
+    rbac = RBAC(index=ix)
+    bindings: dict[tuple[str, str], Binding] = {}
+    roles: dict[tuple[str, str, str], list[Obj]] = {}
+    for role_ns, role_name, rules in role_specs:
+        if role_ns:
+            ix.put_role(role_ns, role_name, {"rules": rules})
+        else:
+            ix.put_cluster_role(role_name, {"rules": rules})
+        roles[("Role" if role_ns else "ClusterRole", role_ns, role_name)] = rules
+    for b_name, b_ns, kind, role_name, subjects in binding_specs:
+        b = binding(b_name, kind, role_name, *subjects, ns=b_ns)
+        ix.put_binding(b)
+        bindings[(b_ns, b_name)] = b
+    user = UserInfo(name, "", tuple(groups))
+    attrs = res(verb, resource[0], group=group, sub=resource[1], ns=ns, name=obj_name, user=user)
+    assert rbac.decide(attrs).allowed is _visit(bindings, roles, attrs)
+    if bindings:
+        key = sorted(bindings)[removed % len(bindings)]
+        ix.delete_binding(*key)
+        del bindings[key]
+        assert rbac.decide(attrs).allowed is _visit(bindings, roles, attrs)
