@@ -48,6 +48,7 @@ class Audit:
         self.strict = any(getattr(b, "strict", False) for b in self.backends)
 
     def emit_nowait(self, event: Obj) -> None:
+        """Queue ``event`` in every backend (the stages after a streamed answer; every stage when none blocks)."""
         for backend in self.backends:
             backend.process_nowait(event)
 

@@ -30,17 +30,13 @@ class _Clock:
         self._second = -1
         self._prefix = ""
 
-    def prefix(self, ns: int) -> tuple[str, int]:
+    def micro(self, ns: int) -> str:
+        """metav1.MicroTime's JSON form: six fraction digits, UTC."""
         second, rest = divmod(ns, 1_000_000_000)
         if second != self._second:
             self._second = second
             self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return self._prefix, rest
-
-    def micro(self, ns: int) -> str:
-        """metav1.MicroTime's JSON form: six fraction digits, UTC."""
-        prefix, rest = self.prefix(ns)
-        return f"{prefix}.{rest // 1000:06d}Z"
+        return f"{self._prefix}.{rest // 1000:06d}Z"
 
 
 
@@ -113,11 +109,16 @@ class Event:
     request_object: Any = None
     response_object: Any = None
     annotations: dict[str, str] = field(default_factory=dict)
+    _user: Obj | None = field(default=None, init=False, repr=False)  # made once, shared by the stages
+    _received: str = field(default="", init=False, repr=False)
 
     def snapshot(self, stage: str, stage_ns: int) -> Obj:
         """The event at ``stage`` as audit.k8s.io/v1 JSON (kube's Go field order, omitempty as Go's)."""
+        if self._user is None:
+            self._user = user_dict(self.user)
+            self._received = CLOCK.micro(self.received_ns)
         out: Obj = {"kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": self.level, "auditID": self.audit_id,
-                    "stage": stage, "requestURI": self.request_uri, "verb": self.verb, "user": user_dict(self.user)}
+                    "stage": stage, "requestURI": self.request_uri, "verb": self.verb, "user": self._user}
         if self.impersonated_user is not None:
             out["impersonatedUser"] = user_dict(self.impersonated_user)
         if self.source_ips:
@@ -132,8 +133,8 @@ class Event:
             out["requestObject"] = self.request_object
         if self.response_object is not None:
             out["responseObject"] = self.response_object
-        out["requestReceivedTimestamp"] = CLOCK.micro(self.received_ns)
-        out["stageTimestamp"] = CLOCK.micro(stage_ns)
+        out["requestReceivedTimestamp"] = self._received
+        out["stageTimestamp"] = self._received if stage_ns == self.received_ns else CLOCK.micro(stage_ns)
         if self.annotations:
             out["annotations"] = dict(self.annotations)
         return out

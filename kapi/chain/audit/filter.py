@@ -47,7 +47,9 @@ async def audit(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
     ctx.annotations = ev.annotations  # the authorizer's and others' annotations land in the event
     omit = rac.omit_stages
     if REQUEST_RECEIVED not in omit:
-        if not await auditor.emit(ev.snapshot(REQUEST_RECEIVED, ev.received_ns)) and auditor.strict:
+        if not auditor.blocking:  # the usual case: queued, no await
+            auditor.emit_nowait(ev.snapshot(REQUEST_RECEIVED, ev.received_ns))
+        elif not await auditor.emit(ev.snapshot(REQUEST_RECEIVED, ev.received_ns)) and auditor.strict:
             raise errors.InternalError("Internal error occurred: failed to store audit event")
     try:
         resp = await inner(ctx)
@@ -144,8 +146,12 @@ async def _complete(auditor: Audit, ctx: RequestContext, ev: Event, rac: Request
     _request_parts(auditor, ctx, ev, rac)
     if ev.response_status is None:
         ev.response_status = {"metadata": {}, "code": code}
-    if RESPONSE_COMPLETE not in rac.omit_stages:
+    if RESPONSE_COMPLETE in rac.omit_stages:
+        return
+    if auditor.blocking:
         await auditor.emit(ev.snapshot(RESPONSE_COMPLETE, time.time_ns()))
+    else:
+        auditor.emit_nowait(ev.snapshot(RESPONSE_COMPLETE, time.time_ns()))
 
 
 def _complete_nowait(auditor: Audit, ctx: RequestContext, ev: Event, rac: RequestAuditConfig, code: int) -> None:
