@@ -21,6 +21,7 @@ import hmac
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -49,7 +50,8 @@ LEGACY_ISSUER = "kubernetes/serviceaccount"
 # How long kube's safe transition keeps a pod-bound token of kubelet's default length (3607 s) valid.
 EXPIRATION_EXTENSION_S = 24 * 365 * 60 * 60
 LEEWAY_S = 60  # go-jose's jwt.DefaultLeeway
-CACHE_MAX_AGE_S = 3600  # the discovery documents' max-age, as kube's static key getter reports it
+CACHE_MAX_AGE_S = 3600
+VERIFIED_CACHE_SIZE = 4096  # tokens whose signature is known good (least recently used dropped)  # the discovery documents' max-age, as kube's static key getter reports it
 
 SERVICE_ACCOUNT_PREFIX = "system:serviceaccount:"
 ALL_SERVICE_ACCOUNTS = "system:serviceaccounts"
@@ -298,6 +300,9 @@ class ServiceAccountTokens:
         for key in self.verify_keys:
             keys.setdefault(key_id(key), (key, algorithm(key)))
         self._keys = keys
+        # Tokens whose signature and issuer were verified, with their claims: a token's bytes and the
+        # keys never change, so only the checks of time and of the objects are made again per request.
+        self._verified: OrderedDict[str, Obj] = OrderedDict()
         # kube's MaxExtendedExpiration with a key of its own (no external signer): a year, whatever the max.
         self.max_extended_expiration_s = EXPIRATION_EXTENSION_S
 
@@ -372,6 +377,17 @@ class ServiceAccountTokens:
         return user, good
 
     def _verified_claims(self, token: str) -> Obj:
+        claims = self._verified.get(token)
+        if claims is not None:
+            self._verified.move_to_end(token)
+            return claims
+        claims = self._verify(token)
+        self._verified[token] = claims
+        if len(self._verified) > VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+        return claims
+
+    def _verify(self, token: str) -> Obj:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
