@@ -27,6 +27,7 @@ log = logging.getLogger("kapi.controllers.clusterroleaggregation")
 Obj = dict[str, Any]
 GROUP = "rbac.authorization.k8s.io"
 FIELD_MANAGER = "clusterrole-aggregation-controller"
+_START_PASSES = 8
 
 
 def _semantic(rule: Any) -> Any:
@@ -95,43 +96,52 @@ class ClusterRoleAggregationController:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Sync the queued aggregated roles one at a time; ``started()`` once the informer has synced."""
         await self.informer.wait_for_sync()
-        # The roles stored at start are aggregated before the server answers anyone.
-        for name in [n for n, r in self._roles.items() if r.get("aggregationRule") is not None]:
-            await self._sync_logged(name)
+        # The roles stored at start are aggregated before the server answers anyone: passes until
+        # nothing changes (admin aggregates edit, which aggregates view: an order may need two).
+        for _ in range(_START_PASSES):
+            wrote = False
+            for name in [n for n, r in self._roles.items() if r.get("aggregationRule") is not None]:
+                wrote |= await self._sync_logged(name) is True
+            if not wrote:
+                break
         task_status.started()
         while True:
             name = await self._queue.get()
-            if not await self._sync_logged(name):
+            if await self._sync_logged(name) is None:
                 await trio.sleep(0.5)
                 self._queue.add(name)
 
-    async def _sync_logged(self, name: str) -> bool:
+    async def _sync_logged(self, name: str) -> bool | None:
+        """Whether the sync wrote; None when it failed (logged)."""
         try:
-            await self.sync(name)
+            return await self.sync(name)
         except errors.StatusError as err:
             log.warning("aggregating clusterrole %s: %s", name, err.message)
-            return False
-        return True
+            return None
 
-    async def sync(self, name: str) -> None:
-        """Bring one aggregated role's rules to the union of what its selectors select."""
+    async def sync(self, name: str) -> bool:
+        """Bring one aggregated role's rules to the union of what its selectors select; whether it wrote."""
         role = self._roles.get(name)
         if role is None or role.get("aggregationRule") is None:
-            return
+            return False
         rules = aggregated_rules(role, list(self._roles.values()))
         if rules is None:
             log.warning("clusterrole %s has an unreadable aggregationRule", name)
-            return
+            return False
         if [_semantic(r) for r in rules] == [_semantic(r) for r in role.get("rules") or []]:
-            return
+            return False
 
         def set_rules(current: Obj) -> Obj:
             current["rules"] = rules
             return current
 
         try:
-            await self.registry.guaranteed_update(self.resource, "", name, set_rules,
-                                                  WriteOptions(field_manager=FIELD_MANAGER))
+            written = await self.registry.guaranteed_update(self.resource, "", name, set_rules,
+                                                            WriteOptions(field_manager=FIELD_MANAGER))
         except errors.NotFound:
-            return
+            return False
+        # What was written counts at once for the roles that aggregate this one (the informer's
+        # notification of it comes later and changes nothing then).
+        self._roles[name] = written
+        return True
 

@@ -258,9 +258,9 @@ async def _bind(api: Api, namespace: str, role: str, user: str, kind: str = "Clu
 
 
 async def _decide(api: Api, attrs: Attributes, want: bool) -> None:
-    """Wait until the informers have brought RBAC to the answer wanted (at most 10 s), then hold it."""
+    """Wait until the informers have brought RBAC to the answer wanted (at most 30 s), then hold it."""
     authorizer = api.app.handlers.authorizer
-    with trio.move_on_after(10):
+    with trio.move_on_after(30):
         while (await authorizer.authorize(attrs)).allowed is not want:
             await trio.sleep(0.01)
     assert (await authorizer.authorize(attrs)).allowed is want, attrs
@@ -350,7 +350,7 @@ async def test_bootstrap_cluster_role_bindings(api: Api, attrs: Attributes, allo
 
 async def test_aggregated_roles_have_their_parts_rules(api: Api) -> None:
     cr = _res(api.registry, "clusterroles")
-    with trio.fail_after(10):
+    with trio.fail_after(30):
         while not (await api.registry.get(cr, "", "admin")).get("rules"):
             await trio.sleep(0.01)
     view = (await api.registry.get(cr, "", "view"))["rules"]

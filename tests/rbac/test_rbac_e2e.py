@@ -27,7 +27,7 @@ def _get(server: Server, path: str) -> Any:
 
 
 def _until_rules(server: Server, name: str) -> list[Any]:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         rules = _get(server, f"{CR}/{name}").get("rules") or []
         if rules or time.monotonic() > deadline:
@@ -86,7 +86,7 @@ def test_kubectl_sees_kubes_escalation_refusal(tmp_path: Path) -> None:
     try:
         kubectl("create", "namespace", "demo")
         kubectl("-n", "demo", "create", "rolebinding", "alice-admin", "--clusterrole", "admin", "--user", "alice")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while kubectl("-n", "demo", "auth", "can-i", "create", "rolebindings", "--as", "alice",
                       check=False).stdout.strip() != "yes":
             assert time.monotonic() < deadline, "the binding never took effect"
