@@ -39,8 +39,9 @@ _FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 _SCALE = ("autoscaling", "v1", "Scale")
 # The kinds a subresource's body is, where it is not the parent's kind.
 _BODY_KINDS = {"Scale": _SCALE, "TokenRequest": ("authentication.k8s.io", "v1", "TokenRequest")}
-# A create of a subresource (serviceaccounts/token, kube's NamedCreater): (namespace, name, body, warnings) -> answer.
-NamedCreate = Callable[[str, str, Obj, list[str]], Awaitable[Obj]]
+# A create of a subresource (serviceaccounts/token, kube's NamedCreater):
+# (namespace, name, body, warnings, annotate(key, value) for audit) -> answer.
+NamedCreate = Callable[[str, str, Obj, list[str], Callable[[str, str], None]], Awaitable[Obj]]
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
 
@@ -282,7 +283,8 @@ class Handlers:
         out = self._out(ctx, res)
         body_kind = _SUBRESOURCE_BODIES.get(info.subresource, res.kind)
         obj = self._decode_object(ctx, res, kind=body_kind)
-        return self._respond(await create(info.namespace, info.name, obj, ctx.warnings), out, status=201)
+        return self._respond(await create(info.namespace, info.name, obj, ctx.warnings, ctx.annotate), out,
+                             status=201)
 
     async def _review(self, ctx: RequestContext, res: Resource, obj: Obj) -> Obj:
         """Answer a review (a virtual resource's create) by its strategy, from the requester and the authorizer."""

@@ -244,3 +244,16 @@ def test_the_flags_build_kubes_issuer(tmp_path) -> None:
                                                                        key_id(other.public_key())}
     tokens = build_service_account_tokens(Config(api_audiences=("api",)), None, key)
     assert tokens.issuers == (ISSUER,) and tokens.api_audiences == ("api",)
+
+
+async def test_a_token_request_names_the_issued_credential_for_audit(tokens: ServiceAccountTokens) -> None:
+    from kapi.apis.core.serviceaccounts import create_token
+
+    async def get(resource: str, namespace: str, name: str) -> dict:
+        assert (resource, namespace, name) == ("serviceaccounts", "team", "robot")
+        return sa()
+
+    notes: dict[str, str] = {}
+    out = await create_token(get, tokens, "team", "robot", {"spec": {}}, [], notes.__setitem__)
+    jti = payload(out["status"]["token"])["jti"]
+    assert notes == {"authentication.kubernetes.io/issued-credential-id": f"JTI={jti}"}

@@ -19,6 +19,7 @@ DEFAULT_TOKEN_EXPIRATION_S: Final = 3600
 # kubelet's default projected-token length: the one kube's safe transition extends.
 WARN_ONLY_BOUND_TOKEN_EXPIRATION_S: Final = 60 * 60 + 7
 _GROUP: Final = "authentication.k8s.io"
+ISSUED_CREDENTIAL_ID_ANNOTATION: Final = "authentication.kubernetes.io/issued-credential-id"
 
 # (resource, namespace, name) -> the stored object; NotFound when absent.
 Getter = Callable[[str, str, str], Awaitable[Obj]]
@@ -66,9 +67,10 @@ def _rfc3339(t: float) -> str:
 
 
 async def create_token(get: Getter, signer: TokenSigner, namespace: str, name: str, req: Obj,
-                       warnings: list[str]) -> Obj:
+                       warnings: list[str], annotate: Callable[[str, str], None] | None = None) -> Obj:
     """kube's TokenREST.Create: ``req`` (a TokenRequest for ServiceAccount ``name``) with its status,
-    a token signed by ``signer``; kube's 4xx for a body or a bound object it refuses."""
+    a token signed by ``signer``; kube's 4xx for a body or a bound object it refuses. ``annotate``
+    records the token's credential id for audit."""
     md = req.get("metadata") or {}
     req["metadata"] = md
     for key, want in (("name", name), ("namespace", namespace)):
@@ -136,6 +138,8 @@ async def create_token(get: Getter, signer: TokenSigner, namespace: str, name: s
     claims = signer.bound_claims(sa, spec["audiences"], exp, pod=pod, secret=secret, node=node,
                                  warn_after_s=warn_after, now=now)
     req["status"] = {"token": signer.sign(claims), "expirationTimestamp": _rfc3339(now + expiration)}
+    if annotate is not None and claims.get("jti"):
+        annotate(ISSUED_CREDENTIAL_ID_ANNOTATION, f"JTI={claims['jti']}")
     req.setdefault("kind", "TokenRequest")
     req.setdefault("apiVersion", f"{_GROUP}/v1")
     return req

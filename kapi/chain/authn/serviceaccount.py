@@ -536,7 +536,7 @@ class ServiceAccountTokens:
     # -------------------------------------------------------- TokenRequest
 
     async def request_token(self, registry: Registry, namespace: str, name: str, req: Obj,
-                            warnings: list[str]) -> Obj:
+                            warnings: list[str], annotate: Callable[[str, str], None] | None = None) -> Obj:
         """The TokenRequest subresource (kube's TokenREST.Create), reading what it needs from ``registry``."""
         async def get(resource: str, ns: str, obj_name: str) -> Obj:
             res = registry.table.get("", "v1", resource)
@@ -544,7 +544,7 @@ class ServiceAccountTokens:
                 raise errors.not_found(resource, "", obj_name)
             return await registry.get(res, ns, obj_name)
 
-        return await create_token(get, self, namespace, name, req, warnings)
+        return await create_token(get, self, namespace, name, req, warnings, annotate)
 
     # ------------------------------------------------------ issuer discovery
 
