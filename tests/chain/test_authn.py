@@ -165,6 +165,14 @@ async def test_x509_maps_cn_and_orgs_and_credential_id(cas: dict[str, Cert]) -> 
     assert user.extra[CREDENTIAL_ID][0].startswith("X509SHA256=") and len(user.extra[CREDENTIAL_ID][0]) == 75
 
 
+async def test_x509_trusting_the_tls_layer(cas: dict[str, Cert]) -> None:
+    """Without a request-header CA the TLS layer accepts kapi's CA only: its verification is enough."""
+    first = await Authenticator().authenticate(request(cert=cas["alice"]))
+    again = await Authenticator().authenticate(request(cert=cas["alice"]))
+    assert first == again and (first.name, first.groups) == ("alice", ("dev", "ops", "system:authenticated"))
+    assert await Authenticator().authenticate(request(cert=cas["no-cn"])) == ANONYMOUS
+
+
 @pytest.mark.parametrize("which", ["proxy-client", "expired", "server-only"])
 async def test_x509_refuses_certificates_it_cannot_use(cas: dict[str, Cert], which: str) -> None:
     """Another CA's certificate (the proxy's), an expired one, one not for client auth: 401."""

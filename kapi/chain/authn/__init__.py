@@ -20,6 +20,7 @@ AuthenticatedGroupAdder).
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import hmac
 import logging
@@ -208,8 +209,15 @@ class X509:
         if not ctx.client_cert:
             return None
         if self.cas is None:
-            return user_from_certificate(ctx.client_cert)
+            return _user_of_verified(ctx.client_cert)
         return user_from_certificate(verify_client_certificate(ctx.client_cert, self.cas))
+
+
+@functools.lru_cache(maxsize=1024)
+def _user_of_verified(der: bytes) -> UserInfo | None:
+    """The user of a certificate the TLS layer verified (its dates too), parsed once per certificate:
+    a connection's every request, and every connection of the same client, sends the same one."""
+    return with_authenticated_group(user) if (user := user_from_certificate(der)) is not None else None
 
 
 _INVALID_TOKEN = "invalid bearer token"
