@@ -278,7 +278,7 @@ class ServiceAccountTokens:
     signing_key: PrivateKey
     verify_keys: list[PublicKey] = field(default_factory=list)  # besides the signing key's own
     issuers: tuple[str, ...] = (DEFAULT_ISSUER,)  # the first signs; all are accepted
-    api_audiences: tuple[str, ...] = ()  # (): the first issuer
+    api_audiences: tuple[str, ...] = ()  # (): the issuers
     max_expiration_s: int = 0  # --service-account-max-token-expiration; 0: none
     extend_expiration: bool = True  # --service-account-extend-token-expiration
     index: ObjectIndex = field(default_factory=ObjectIndex)
@@ -291,8 +291,8 @@ class ServiceAccountTokens:
     def __post_init__(self) -> None:
         if not self.issuers:
             self.issuers = (DEFAULT_ISSUER,)
-        if not self.api_audiences:
-            self.api_audiences = (self.issuers[0],)
+        if not self.api_audiences:  # kube: --api-audiences, else every issuer
+            self.api_audiences = tuple(self.issuers)
         public = self.signing_key.public_key()
         self.kid = key_id(public)
         self.alg = algorithm(public)
