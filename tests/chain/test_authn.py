@@ -342,6 +342,9 @@ async def test_rsa_keys_and_a_single_group_string(tmp_path: Path) -> None:
         user, _ = await _authenticator(rsa_issuer).authenticate_token(  # type: ignore[misc]
             rsa_issuer.token(groups="one"), ())
         assert user.groups == ("oidc:one",)
+        user, _ = await _authenticator(rsa_issuer).authenticate_token(  # type: ignore[misc]
+            rsa_issuer.token(groups=None), ())
+        assert user.groups == ()
 
 
 @pytest.mark.parametrize("claims,message", [

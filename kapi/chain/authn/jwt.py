@@ -416,7 +416,7 @@ class JWTAuthenticator:
                 raise AuthenticationError("oidc: email not verified")
         username = config.username.prefix + username
         groups: tuple[str, ...] = ()
-        if config.groups.claim and config.groups.claim in claims:
+        if config.groups.claim and claims.get(config.groups.claim) is not None:  # null: no groups, as Go reads it
             value = claims[config.groups.claim]
             if isinstance(value, str):
                 value = [value]
