@@ -467,3 +467,13 @@ def test_build_audit_needs_a_policy_and_a_backend(tmp_path: Path) -> None:
     bad.write_text(yaml.safe_dump(policy({"level": "Lots"})))
     with pytest.raises(ValueError, match="--audit-policy-file: rules"):
         build_audit(Config(audit_policy_file=str(bad), audit_log_path=str(tmp_path / "a.log")))
+
+
+async def test_json_lines_escape_as_gos_encoder(make_app: Any) -> None:
+    """kube's log lines come from Go's encoding/json: & < > in strings are \\u0026 \\u003c \\u003e."""
+    srv = await make_app(policy({"level": "Metadata"}))
+    _, headers, _ = await srv.request("GET", CM + "?limit=5&labelSelector=a%3Db")
+    srv.events()  # flushed
+    lines = [line for line in srv.log.read_bytes().splitlines() if headers["audit-id"].encode() in line]
+    assert len(lines) == 2 and all(b'?limit=5\\u0026labelSelector=a%3Db"' in line for line in lines)
+    assert orjson.loads(lines[0])["requestURI"] == CM + "?limit=5&labelSelector=a%3Db"

@@ -168,7 +168,17 @@ def encode_line(event: Obj, fmt: str) -> bytes:
     """One event as its log line: kube's JSON encoding, or EventString for ``legacy``."""
     if fmt == "legacy":
         return (event_string(event) + "\n").encode("utf-8", "replace")
-    return orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE)
+    return go_json(orjson.dumps(event, option=orjson.OPT_APPEND_NEWLINE))
+
+
+def go_json(data: bytes) -> bytes:
+    """Go's encoding/json escapes <, > and & (and U+2028, U+2029) in strings, as kube's log lines show
+    (``...?limit=500\\u0026watch=1``); outside strings JSON has none of them, so a plain replace is exact."""
+    if b"<" in data or b">" in data or b"&" in data:
+        data = data.replace(b"<", b"\\u003c").replace(b">", b"\\u003e").replace(b"&", b"\\u0026")
+    if b"\xe2\x80\xa8" in data or b"\xe2\x80\xa9" in data:
+        data = data.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    return data
 
 
 class LogBackend:
