@@ -149,3 +149,24 @@ async def test_blocking_strict_fails_the_request_its_event_cannot_reach(make_app
     srv.audit.__post_init__()
     code, _, _ = await srv.request("GET", CM)
     assert code == 200
+
+
+async def test_the_webhook_over_https_with_a_client_certificate(tmp_path: Path, nursery: trio.Nursery) -> None:
+    """The kubeconfig's CA verifies the receiver, which requires kapi's client certificate."""
+    from tests.chain.test_webhooks import Webhook, make_pki, write_kubeconfig
+
+    hook = Webhook(make_pki(tmp_path / "pki"), answer=lambda body: (200, b"", {}))
+    hook.start()
+    try:
+        kubeconfig = write_kubeconfig(tmp_path / "pki" / "audit.kubeconfig", hook.url, hook.pki)
+        backend = WebhookBackend.from_kubeconfig(str(kubeconfig), "batch", max_batch_size=2, max_batch_wait_s=0.1,
+                                                 initial_backoff_s=0.05)
+        await nursery.start(backend.run)
+        backend.process_nowait({"kind": "Event", "auditID": "tls-1"})
+        backend.process_nowait({"kind": "Event", "auditID": "tls-2"})
+        await _wait_for(lambda: bool(hook.seen))
+        [seen] = hook.seen
+        assert seen.client_cn == "kube-apiserver" and seen.headers["content-type"] == "application/json"
+        assert [e["auditID"] for e in seen.body["items"]] == ["tls-1", "tls-2"] and seen.body["kind"] == "EventList"
+    finally:
+        hook.stop()
