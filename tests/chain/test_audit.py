@@ -276,6 +276,10 @@ async def test_request_and_request_response_levels_log_the_objects(make_app: Any
     complete = srv.of(headers["audit-id"])[-1]
     assert complete["responseObject"]["data"] == {"k": "v"} and "requestObject" not in complete
     assert complete["responseObject"]["metadata"]["managedFields"]  # kept: omitManagedFields is off
+    _, headers, _ = await srv.request("GET", CM + "/absent")  # an error: its Status is the response object
+    complete = srv.of(headers["audit-id"])[-1]
+    assert complete["responseObject"]["kind"] == "Status" and complete["responseObject"]["code"] == 404
+    assert complete["responseStatus"]["reason"] == "NotFound"
     _, headers, _ = await srv.request("GET", CM)  # a LIST: streamed, still logged whole
     complete = srv.of(headers["audit-id"])[-1]
     assert complete["responseObject"]["kind"] == "ConfigMapList"

@@ -55,7 +55,10 @@ async def audit(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
         resp = await inner(ctx)
     except errors.StatusError as err:
         _impersonated(ctx, ev, user)
-        ev.response_status = _status_fields(err.to_status())
+        status = err.to_status()
+        ev.response_status = _status_fields(status)
+        if at_least(rac.level, REQUEST_RESPONSE):  # kube's LogResponseObject logs the Status written, too
+            ev.response_object = status
         await _complete(auditor, ctx, ev, rac, err.code)
         raise
     except Exception as exc:
