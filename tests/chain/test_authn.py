@@ -383,6 +383,32 @@ async def test_a_new_key_id_fetches_the_keys_again(issuer: JWTIssuer, monkeypatc
     assert user.name == "oidc:carol" and issuer.jwks_fetches == 2
 
 
+async def test_a_key_the_issuer_stopped_publishing_verifies_nothing_after_a_refresh(
+        issuer: JWTIssuer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verified tokens are remembered, but only until the keys are fetched again."""
+    monkeypatch.setattr(jwt_authn, "REFRESH_INTERVAL_S", 0.0)
+    authn = _authenticator(issuer)
+    old = issuer.token()
+    assert await authn.authenticate_token(old, ()) is not None
+    assert await authn.authenticate_token(old, ()) is not None  # from what was verified
+    issuer.rotate()
+    issuer.unpublish_all_but_current()
+    assert await authn.authenticate_token(issuer.token(sub="new"), ()) is not None  # a new kid: keys fetched
+    with pytest.raises(AuthenticationError, match="failed to verify"):
+        await authn.authenticate_token(old, ())
+
+
+async def test_a_remembered_token_still_expires(issuer: JWTIssuer) -> None:
+    import time
+
+    authn = _authenticator(issuer)
+    token = issuer.token(lifetime_s=60)
+    assert await authn.authenticate_token(token, ()) is not None
+    authn.now = lambda: time.time() + 120
+    with pytest.raises(AuthenticationError, match="token is expired"):
+        await authn.authenticate_token(token, ())
+
+
 async def test_discovery_naming_another_issuer_is_refused(issuer: JWTIssuer) -> None:
     issuer.discovery_issuer = "https://impostor.example"
     with pytest.raises(AuthenticationError, match="failed to verify"):

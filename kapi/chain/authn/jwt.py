@@ -20,6 +20,7 @@ import binascii
 import logging
 import ssl
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +40,7 @@ WELL_KNOWN = "/.well-known/openid-configuration"
 SIGNING_ALGORITHMS = ("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512")
 LEEWAY_S = 300.0  # go-oidc's allowance for clock skew on nbf
 FETCH_TIMEOUT_S = 30.0  # kube's OIDC HTTP client time-out
+VERIFIED_CACHE_SIZE = 4096  # tokens whose signature was verified, kept so a request pays the checks only
 REFRESH_INTERVAL_S = 10.0  # kube retries an issuer it could not reach every 10 s; also the least time between fetches
 CEL_REFUSED = ("CEL expressions are not supported by this server yet (the CEL engine comes with issue 14); "
                "use claim and prefix mappings and claim/requiredValue validation rules instead")
@@ -286,6 +288,7 @@ class JWTAuthenticator:
     _keys: list[_Key] = field(default_factory=list, init=False, repr=False)
     _fetched_at: float = field(default=-1e18, init=False, repr=False)
     _lock: trio.Lock = field(default_factory=trio.Lock, init=False, repr=False)
+    _verified: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict, init=False, repr=False)
 
     async def authenticate_token(self, token: str, audiences: Audiences) -> tuple[UserInfo, Audiences] | None:
         if untrusted_issuer(token) != self.config.issuer.url:
@@ -308,12 +311,21 @@ class JWTAuthenticator:
         if alg not in SIGNING_ALGORITHMS:
             raise AuthenticationError(f"oidc: verify token: oidc: id token signed with unsupported algorithm, "
                                       f"expected {list(SIGNING_ALGORITHMS)} got {alg!r}")
-        claims = self._verify_signature(token, alg, kid)
-        if claims is None and await self._refresh(kid):
+        claims = self._verified.get(token)
+        if claims is not None:
+            self._verified.move_to_end(token)
+        else:
             claims = self._verify_signature(token, alg, kid)
-        if claims is None:
-            raise AuthenticationError("oidc: verify token: failed to verify signature: failed to verify id token "
-                                      "signature")
+            if claims is None and await self._refresh(kid):
+                claims = self._verify_signature(token, alg, kid)
+            if claims is None:
+                raise AuthenticationError("oidc: verify token: failed to verify signature: failed to verify id "
+                                          "token signature")
+            # A signature checked once stays good (the keys it was checked with are kept until a refresh,
+            # as go-oidc keeps them); the time checks below are made every time.
+            self._verified[token] = claims
+            if len(self._verified) > VERIFIED_CACHE_SIZE:
+                self._verified.popitem(last=False)
         issuer = self.config.issuer.url
         if claims.get("iss") != issuer:
             raise AuthenticationError(f"oidc: verify token: oidc: id token issued by a different provider, "
@@ -359,6 +371,7 @@ class JWTAuthenticator:
             try:
                 with trio.fail_after(FETCH_TIMEOUT_S):
                     self._keys = await self._fetch_keys()
+                self._verified.clear()  # a key the issuer no longer publishes verifies nothing now
             except trio.TooSlowError:
                 log.warning("oidc authenticator: issuer %s: no answer within %.0f s", self.config.issuer.url,
                             FETCH_TIMEOUT_S)
