@@ -302,3 +302,18 @@ async def test_kubectl_127s_self_subject_review_version_is_served(api: Api) -> N
                          {"apiVersion": "authentication.k8s.io/v1beta1", "kind": "SelfSubjectReview"})
     assert r.status == 201 and r.json()["apiVersion"] == "authentication.k8s.io/v1beta1"
     assert r.json()["status"]["userInfo"]["username"] == "kapi-admin"
+
+
+async def test_discovery_names_the_token_subresource_as_kube_does(api: Api) -> None:
+    r = await api.request("GET", "/api/v1")
+    [token] = [x for x in r.json()["resources"] if x["name"] == "serviceaccounts/token"]
+    assert token == {"name": "serviceaccounts/token", "singularName": "", "namespaced": True,
+                     "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}
+    r = await api.request("GET", "/api", headers={
+        "accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"})
+    [sa] = [res for v in r.json()["items"][0]["versions"] for res in v["resources"]
+            if res["resource"] == "serviceaccounts"]
+    assert sa["subresources"] == [{"subresource": "token", "verbs": ["create"], "responseKind": {
+        "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}}]
+    r = await api.request("GET", "/apis/authentication.k8s.io")
+    assert r.json()["preferredVersion"]["version"] == "v1"
