@@ -172,7 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=d.authentication_token_webhook_version, help="TokenReview version sent to the webhook")
     # Authorization.
     s.add_argument("--authorization-mode", default=",".join(d.authorization_mode),
-                   help="comma-separated union, first decision wins: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook")
+                   help="comma-separated union, first decision wins: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook "
+                        "(AlwaysAllow lets anyone, anonymous included, do anything: a throwaway dev server only)")
     s.add_argument("--authorization-webhook-config-file", default="",
                    help="kubeconfig of a SubjectAccessReview webhook (the Webhook mode)")
     s.add_argument("--authorization-webhook-cache-authorized-ttl", type=_positive_duration_s,

@@ -43,7 +43,9 @@ class Config:
     authentication_token_webhook_cache_ttl_s: float = 120.0
     authentication_token_webhook_version: str = "v1beta1"
     # --- authorization
-    authorization_mode: tuple[str, ...] = ("AlwaysAllow",)
+    # Safe by default, as kube-apiserver deployed by kubeadm or k3s: anonymous requests reach only what
+    # the bootstrap policy's system:public-info-viewer allows; system:masters (the admin) is allowed all.
+    authorization_mode: tuple[str, ...] = ("Node", "RBAC")
     authorization_webhook_config_file: str = ""
     authorization_webhook_cache_authorized_ttl_s: float = 300.0
     authorization_webhook_cache_unauthorized_ttl_s: float = 30.0

@@ -7,6 +7,7 @@ import argparse
 import pytest
 
 from kapi.__main__ import _duration_s, build_parser, config_from_args
+from kapi.config import Config
 
 
 @pytest.mark.parametrize("text,seconds", [("90s", 90), ("5m", 300), ("1h30m", 5400), ("250ms", 0.25), ("12", 12)])
@@ -51,3 +52,11 @@ def test_bad_flag_values_are_one_line_errors(flags: list[str], capsys: pytest.Ca
     assert exit_.value.code == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flags[0] in err, err
+
+
+def test_authorization_defaults_to_node_rbac() -> None:
+    """Issue 12: safe by default, as kubeadm's and k3s's kube-apiserver (no AlwaysAllow unless asked)."""
+    assert Config().authorization_mode == ("Node", "RBAC")
+    assert config_from_args(build_parser().parse_args(["serve"])).authorization_mode == ("Node", "RBAC")
+    serve = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["serve"]
+    assert "default: Node,RBAC" in " ".join(serve.format_help().split())
