@@ -76,7 +76,11 @@ async def test_a_bad_credential_is_401_never_anonymous() -> None:
 async def test_no_bearer_token_is_no_credential(value: str) -> None:
     """kube's bearertoken: another scheme, or Bearer without a token, is ignored (then anonymous)."""
     assert bearer_token(value) == ""
-    assert await Authenticator({"good": ALICE}).authenticate(request({"Authorization": value})) == ANONYMOUS
+    ctx = request({"Authorization": value})
+    assert await Authenticator({"good": ALICE}).authenticate(ctx) == ANONYMOUS
+    # kube's bearertoken warns about the extra space (the Warning header of the answer)
+    assert ctx.warnings == (["the provided Authorization header contains extra space before the bearer token, "
+                             "and is ignored"] if value == "Bearer  good" else [])
 
 
 async def test_token_file_then_token_authenticators_in_order() -> None:

@@ -221,6 +221,8 @@ def _user_of_verified(der: bytes) -> UserInfo | None:
 
 
 _INVALID_TOKEN = "invalid bearer token"
+EXTRA_SPACE_WARNING = ("the provided Authorization header contains extra space before the bearer token, and is "
+                       "ignored")
 
 
 @dataclass
@@ -273,7 +275,10 @@ class Authenticator:
                 continue
             if user is not None:
                 return with_authenticated_group(user)
-        token = bearer_token(ctx.header("authorization"))
+        authorization = ctx.header("authorization")
+        token = bearer_token(authorization)
+        if not token and authorization.strip().lower().startswith("bearer  "):
+            ctx.warnings.append(EXTRA_SPACE_WARNING)  # kube's bearertoken warns, then ignores the header
         if token:
             found = await self.authenticate_token(token, self.api_audiences)
             if found is not None:
