@@ -31,10 +31,14 @@ def test_bench_auth_quick(tmp_path: Path) -> None:
         base = result["points"][fig]["always_allow"]
         assert len(base) == 1 and base[0]["requests"] > 0 and base[0]["errors"] == 0
         for name in ("rbac", "audit"):
-            ratio = result["ratios"].get(f"{fig}_{name}_over_always_allow")
-            # Measured, or said why not (a mode that is not there yet).
-            assert (ratio is not None and ratio["median"] > 0) != (name in result["skipped"]), (name, result)
+            ratio = result["ratios"][f"{fig}_{name}_over_always_allow"]
+            assert ratio["median"] > 0 and len(ratio["values"]) == 1
+            assert len(result["points"][fig][name]) == 1
+    assert result["skipped"] == {}
+    # The audit server wrote an event per stage of every request, at Metadata: no bodies.
     audit = result["audit_log"]
-    if "audit" not in result["skipped"]:
-        assert audit["lines"] > 0 and audit["levels"] == ["Metadata"] and audit["events_with_bodies"] == 0
+    assert audit["levels"] == ["Metadata"] and audit["events_with_bodies"] == 0
+    assert audit["stages"] == ["RequestReceived", "ResponseComplete"]
+    measured = sum(p["requests"] for fig in ("get", "list") for p in result["points"][fig]["audit"])
+    assert audit["lines"] >= 2 * measured
     assert not any(k.endswith("_over_pure") for k in result["ratios"])  # not taken for a twin benchmark
