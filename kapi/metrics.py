@@ -69,6 +69,20 @@ class Metrics:
             "apiserver_dropped_requests", "Number of requests dropped with 'Try again later' response",
             ["request_kind"], registry=r)
 
+        # kube's pkg/audit/metrics.go
+        self.audit_event_total = Counter(
+            "apiserver_audit_event_total", "Counter of audit events generated and sent to the audit backend.",
+            registry=r)
+        self.audit_error_total = Counter(
+            "apiserver_audit_error_total", "Counter of audit events that failed to be audited properly. Plugin "
+            "identifies the plugin affected by the error.", ["plugin"], registry=r)
+        self.audit_level_total = Counter(
+            "apiserver_audit_level_total", "Counter of policy levels for audit events (1 per request).", ["level"],
+            registry=r)
+        self.audit_requests_rejected_total = Counter(
+            "apiserver_audit_requests_rejected_total", "Counter of apiserver requests rejected due to an error in "
+            "audit logging backend.", registry=r)
+
     def exposition(self) -> bytes:
         """The text exposition format for ``/metrics``."""
         return generate_latest(self.registry)

@@ -19,6 +19,7 @@ from kapi.chain.webhookclient import load_webhook_kubeconfig
 from kapi.chain.audit import Audit, Backend, load_policy
 from kapi.chain.audit.log import LogBackend
 from kapi.config import Config
+from kapi.metrics import Metrics
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers
 
@@ -119,7 +120,7 @@ def build_authorizer(config: Config, informers: Informers | None) -> Authorizer:
     return from_modes(config.authorization_mode, build)
 
 
-def build_audit(config: Config, schema: Any = None) -> Audit | None:
+def build_audit(config: Config, schema: Any = None, metrics: Metrics | None = None) -> Audit | None:
     """--audit-policy-file with the log and webhook backends; None when either is missing (kube records no
     events then). ValueError (the server does not start) for a policy or webhook kubeconfig kube refuses,
     or a log file that cannot be made."""
@@ -142,4 +143,4 @@ def build_audit(config: Config, schema: Any = None) -> Audit | None:
         policy = load_policy(config.audit_policy_file)
     except ValueError as exc:
         raise ValueError(f"--audit-policy-file: {exc}") from None
-    return Audit(policy, backends, schema)
+    return Audit(policy, backends, schema, metrics)

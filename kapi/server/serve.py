@@ -141,7 +141,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health,
         metrics=registry.metrics,
         max_requests_inflight=config.max_requests_inflight,
         max_mutating_requests_inflight=config.max_mutating_requests_inflight,
-        audit=build_audit(config, schema),
+        audit=build_audit(config, schema, registry.metrics),
     )
 
 

@@ -264,6 +264,10 @@ async def test_metadata_events_name_the_request_and_never_hold_a_secrets_data(ma
     assert code == 200
     assert b"c3VwZXItc2VjcmV0" not in srv.log.read_bytes()
     assert [e["stage"] for e in srv.of(headers["audit-id"])] == ["RequestReceived", "ResponseComplete"]
+    # kube's audit metrics: events sent, and the level of each request
+    metrics = srv.app.metrics.exposition().decode()
+    assert "apiserver_audit_event_total 4.0" in metrics
+    assert 'apiserver_audit_level_total{level="Metadata"} 2.0' in metrics
 
 
 async def test_request_and_request_response_levels_log_the_objects(make_app: Any) -> None:

@@ -145,6 +145,9 @@ async def test_blocking_strict_fails_the_request_its_event_cannot_reach(make_app
     srv.audit.__post_init__()
     code, _, body = await srv.request("GET", CM)
     assert code == 500 and b"failed to store audit event" in body
+    metrics = srv.app.metrics.exposition().decode()
+    assert "apiserver_audit_requests_rejected_total 1.0" in metrics
+    assert 'apiserver_audit_error_total{plugin="webhook"} 1.0' in metrics
     srv.audit.backends[0].strict = False  # plain blocking: the same failure is logged, the request served
     srv.audit.__post_init__()
     code, _, _ = await srv.request("GET", CM)

@@ -8,11 +8,12 @@ writers going for the server's life. The filters are in ``kapi.chain.audit.filte
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import trio
 
-from kapi.chain.audit.policy import Policy, PolicyError, load_policy, parse_policy
+from kapi.chain.audit.policy import LEVELS, Policy, PolicyError, load_policy, parse_policy
+from kapi.metrics import Metrics
 
 __all__ = ["Audit", "Backend", "Policy", "PolicyError", "load_policy", "parse_policy"]
 
@@ -25,6 +26,7 @@ class Backend(Protocol):
 
     name: str
     blocking: bool
+    on_error: Callable[[str, int], None] | None  # set by Audit: events a backend failed to store
 
     def process_nowait(self, event: Obj) -> bool: ...
 
@@ -35,29 +37,55 @@ class Backend(Protocol):
 
 @dataclass
 class Audit:
-    """The policy and its backends; ``schema`` (set by the server) decodes protobuf bodies for Request levels."""
+    """The policy and its backends; ``schema`` decodes protobuf bodies for the Request levels; ``metrics``
+    gets kube's apiserver_audit_* counters."""
 
     policy: Policy
     backends: Sequence[Backend]
     schema: Any = None
+    metrics: Metrics | None = None
     blocking: bool = field(init=False)  # some backend wants the request to wait for delivery
     strict: bool = field(init=False)  # a RequestReceived event that cannot be stored fails the request
 
     def __post_init__(self) -> None:
         self.blocking = any(b.blocking for b in self.backends)
         self.strict = any(getattr(b, "strict", False) for b in self.backends)
+        self._levels: dict[str, Any] = {}
+        self._events: Any = None
+        if self.metrics is not None:  # the counters' children resolved once, not per request
+            self._levels = {level: self.metrics.audit_level_total.labels(level=level) for level in LEVELS}
+            self._events = self.metrics.audit_event_total
+        for backend in self.backends:
+            backend.on_error = self._error
+
+    def observe_level(self, level: str) -> None:
+        """apiserver_audit_level_total: one per request the policy was asked about."""
+        counter = self._levels.get(level)
+        if counter is not None:
+            counter.inc()
+
+    def rejected(self) -> None:
+        if self.metrics is not None:
+            self.metrics.audit_requests_rejected_total.inc()
+
+    def _error(self, plugin: str, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.audit_error_total.labels(plugin=plugin).inc(count)
 
     def emit_nowait(self, event: Obj) -> None:
         """Queue ``event`` in every backend (the stages after a streamed answer; every stage when none blocks)."""
+        if self._events is not None:
+            self._events.inc()
         for backend in self.backends:
             backend.process_nowait(event)
 
     async def emit(self, event: Obj) -> bool:
         """Hand ``event`` to every backend; False when a blocking one could not deliver it."""
         if not self.blocking:
-            for backend in self.backends:
-                backend.process_nowait(event)
+            self.emit_nowait(event)
             return True
+        if self._events is not None:
+            self._events.inc()
         ok = True
         for backend in self.backends:
             ok = await backend.process(event) and ok

@@ -41,6 +41,7 @@ async def audit(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
         return await inner(ctx)
     user = ctx.user
     rac = auditor.policy.evaluate(user, ctx.info)
+    auditor.observe_level(rac.level)
     if rac.level == NONE:
         return await inner(ctx)
     ev = new_event(ctx, rac.level)
@@ -50,6 +51,7 @@ async def audit(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
         if not auditor.blocking:  # the usual case: queued, no await
             auditor.emit_nowait(ev.snapshot(REQUEST_RECEIVED, ev.received_ns))
         elif not await auditor.emit(ev.snapshot(REQUEST_RECEIVED, ev.received_ns)) and auditor.strict:
+            auditor.rejected()
             raise errors.InternalError("Internal error occurred: failed to store audit event")
     try:
         resp = await inner(ctx)
@@ -100,6 +102,7 @@ async def audit_failed_authentication(chain: Chain, ctx: RequestContext, inner: 
         if auditor is None or ctx.has_user:  # refused 401 further in: audited there
             raise
         rac = auditor.policy.evaluate(None, ctx.info)
+        auditor.observe_level(rac.level)
         if rac.level != NONE and RESPONSE_STARTED not in rac.omit_stages:
             ev = new_event(ctx, rac.level, authenticated=False)
             # The Unauthorized Status written replaces the attempted-methods message, as kube's does.

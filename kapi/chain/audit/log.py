@@ -186,6 +186,7 @@ class LogBackend:
 
     name = "log"
     blocking = False
+    on_error: Callable[[str, int], None] | None = None
 
     def __init__(self, path: str, fmt: str = "json", max_age_days: int = 0, max_backups: int = 0,
                  max_size_mb: int = 0) -> None:
@@ -228,6 +229,8 @@ class LogBackend:
         except (OSError, TypeError, ValueError) as exc:  # a full disk, an unwritable file: logged, not fatal
             self.dropped += len(batch)
             log.error("audit log: %d events not written: %s", len(batch), getattr(exc, "strerror", None) or exc)
+            if self.on_error is not None:
+                self.on_error(self.name, len(batch))
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Write queued events in batches until cancelled; then write what is left."""

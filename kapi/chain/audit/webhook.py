@@ -11,7 +11,7 @@ with kube's backoff (10 s, x1.5, 20 % jitter, 5 attempts).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 import trio
 
@@ -34,6 +34,7 @@ class WebhookBackend:
     """``--audit-webhook-config-file`` with ``--audit-webhook-mode`` and the batch flags."""
 
     name = "webhook"
+    on_error: Callable[[str, int], None] | None = None
 
     def __init__(self, client: WebhookClient, mode: str = "batch", max_batch_size: int = 400,
                  max_batch_wait_s: float = 30.0, buffer_size: int = BUFFER_SIZE) -> None:
@@ -69,7 +70,7 @@ class WebhookBackend:
                     return True
                 delay = next(delays, None)
                 if delay is None:
-                    self.dropped += len(events)
+                    self._failed(len(events))
                     log.error("audit webhook: %d events not sent: %s", len(events), exc)
                     return False
             await trio.sleep(delay)
@@ -79,9 +80,14 @@ class WebhookBackend:
         try:
             self._send.send_nowait(event)
         except trio.WouldBlock:
-            self.dropped += 1
+            self._failed(1)
             log.error("audit webhook: event dropped: audit buffer queue blocked")
         return True
+
+    def _failed(self, count: int) -> None:
+        self.dropped += count
+        if self.on_error is not None:
+            self.on_error(self.name, count)
 
     async def process(self, event: Obj) -> bool:
         """Blocking modes: send ``event`` now; batch mode: queue it."""
