@@ -211,8 +211,8 @@ class Audited:
 
 @pytest.fixture
 def make_app(nursery: trio.Nursery, tmp_path: Path) -> Any:
-    async def make(doc: dict[str, Any], *, fmt: str = "json", modes: tuple[str, ...] = ("AlwaysAllow",)
-                   ) -> Audited:
+    async def make(doc: dict[str, Any], *, fmt: str = "json", modes: tuple[str, ...] = ("AlwaysAllow",),
+                   request_timeout_s: float = 60.0) -> Audited:
         storage = MemoryStorage()
         await nursery.start(storage.run)
         registry = Registry(storage, ResourceTable(BUILTIN))
@@ -222,7 +222,8 @@ def make_app(nursery: trio.Nursery, tmp_path: Path) -> Any:
         tokens.write_text(f'{ALICE_TOKEN},alice,a1,"devs"\n')
         log = tmp_path / "audit.log"
         config = Config(storage_backend="memory", authorization_mode=modes, token_auth_file=str(tokens),
-                        audit_policy_file=str(policy_file), audit_log_path=str(log), audit_log_format=fmt)
+                        audit_policy_file=str(policy_file), audit_log_path=str(log), audit_log_format=fmt,
+                        request_timeout_s=request_timeout_s)
         app = build_app(config, registry, TOKEN, Health(ready=True))
         namespaces = NamespaceController(registry)
         await bootstrap(registry, namespaces)
@@ -501,3 +502,18 @@ async def test_protobuf_bodies_are_logged_as_json(make_app: Any) -> None:
     complete = srv.of(headers["audit-id"])[-1]
     assert complete["requestObject"]["data"] == {"k": "v"} and complete["requestObject"]["kind"] == "ConfigMap"
     assert complete["responseObject"]["metadata"]["name"] == "pb" and complete["responseObject"]["metadata"]["uid"]
+
+
+async def test_a_request_past_its_deadline_completes_with_the_504_sent(make_app: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = await make_app(policy({"level": "Metadata"}), request_timeout_s=0.2)
+
+    async def slow(ctx: Any) -> Any:
+        await trio.sleep(30)
+
+    monkeypatch.setattr(srv.app.handlers, "handle", slow)
+    code, headers, _ = await srv.request("GET", CM)
+    assert code == 504
+    events = srv.of(headers["audit-id"])
+    assert [e["stage"] for e in events] == ["RequestReceived", "ResponseComplete"]
+    assert events[1]["responseStatus"]["code"] == 504
