@@ -158,6 +158,16 @@ def test_the_check_finds_kind_tests(tmp_path: Path) -> None:
     assert kind_tests(sample) == [(1, "pods"), (1, "Namespace"), (1, "Pod")]
 
 
+# Comparisons with a kind's name that are about content, not dispatch on a served resource, each
+# with its reason (issue 12): what an impersonation asks to be (kube's ObjectReference kinds), and
+# the kind a webhook's answer must be of.
+CONTENT_CHECKS = {
+    ("chain/impersonation.py", "ServiceAccount"): "the impersonated principal is a service account",
+    ("chain/authn/webhook.py", "TokenReview"): "a token webhook must answer a TokenReview",
+    ("chain/authz/webhook.py", "SubjectAccessReview"): "an authorization webhook must answer a SubjectAccessReview",
+}
+
+
 def test_no_kind_specific_tests_outside_strategies() -> None:
     offenders = []
     for path in sorted(KAPI.rglob("*.py")):
@@ -166,7 +176,8 @@ def test_no_kind_specific_tests_outside_strategies() -> None:
         # content, not dispatch); the HTTP client, a separate program.
         if rel.startswith(("apis/", "object/", "client/")):
             continue
-        offenders += [f"kapi/{rel}:{line}: {lit!r}" for line, lit in kind_tests(path)]
+        offenders += [f"kapi/{rel}:{line}: {lit!r}" for line, lit in kind_tests(path)
+                      if (rel, lit) not in CONTENT_CHECKS]
     assert not offenders, "kind-specific tests belong in a strategy:\n" + "\n".join(offenders)
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from kapi.object.access import (NO_OPINION, ALLOW, Attributes, Decision, NonResourceRule, ResourceRule, Rules,
                                 UserInfo)
-from kapi.object.rbac import SERVICE_ACCOUNT_PREFIX, applies_to, describe_subject, rule_allows
+from kapi.object.rbac import applies_to, describe_subject, rule_allows, subject_key
 
 if TYPE_CHECKING:
     from kapi.registry.informer import Informer, Informers, Item
@@ -51,15 +51,9 @@ class Binding:
     def keys(self) -> Iterator[tuple[str, str]]:
         """The index keys of its subjects: ("u", user name) for User and ServiceAccount subjects, ("g", group)."""
         for s in self.subjects:
-            kind, name = s.get("kind"), s.get("name") or ""
-            if kind == "User":
-                yield "u", name
-            elif kind == "Group":
-                yield "g", name
-            elif kind == "ServiceAccount":
-                namespace = s.get("namespace") or self.namespace
-                if namespace:  # a ClusterRoleBinding's ServiceAccount without a namespace names nobody
-                    yield "u", f"{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}"
+            key = subject_key(s, self.namespace)
+            if key is not None:
+                yield key
 
     def describe(self, subject: Mapping[str, Any]) -> str:
         """kube's binding describers: ``ClusterRoleBinding "x" of ClusterRole "y" to User "z"``."""

@@ -13,6 +13,7 @@ from kapi.object.rbac.rules import (
     rules_allow,
     service_account_username,
     subject_index,
+    subject_key,
     verb_matches,
 )
 
@@ -28,5 +29,6 @@ __all__ = [
     "rules_allow",
     "service_account_username",
     "subject_index",
+    "subject_key",
     "verb_matches",
 ]

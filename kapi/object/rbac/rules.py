@@ -106,6 +106,21 @@ def applies_to(subject: Subject, user: UserInfo, binding_namespace: str) -> bool
     return False
 
 
+def subject_key(subject: Subject, binding_namespace: str) -> tuple[str, str] | None:
+    """The key an index of bindings files ``subject`` under: ("u", user name) for a User or a
+    ServiceAccount (its user name), ("g", group) for a Group; None when it names nobody (as
+    ``applies_to``: an unknown kind, a cluster binding's ServiceAccount without a namespace)."""
+    kind, name = subject.get("kind"), subject.get("name") or ""
+    if kind == "User":
+        return "u", name
+    if kind == "Group":
+        return "g", name
+    if kind == "ServiceAccount":
+        namespace = subject.get("namespace") or binding_namespace
+        return ("u", service_account_username(namespace, name)) if namespace else None
+    return None
+
+
 def subject_index(subjects: Sequence[Subject] | None, user: UserInfo, binding_namespace: str) -> int:
     """The index of the first of ``subjects`` that names ``user``, or -1 (kube's appliesTo)."""
     for i, subject in enumerate(subjects or ()):
