@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from kapi import errors
 from kapi.apis import rbacpolicy
@@ -107,31 +107,18 @@ async def _get(registry: Registry, res: Resource, namespace: str, name: str) -> 
 
 async def reconcile_role(registry: Registry, res: Resource, expected: Obj) -> str:
     """Reconcile one Role or ClusterRole; returns what was done (create, update, none, protected)."""
-    md = expected["metadata"]
-    namespace, name = md.get("namespace", ""), md["name"]
-    for _ in range(_ATTEMPTS):  # the object may come and go while we look
-        existing = await _get(registry, res, namespace, name)
-        if existing is None:
-            try:
-                await registry.create(res, namespace, copy.deepcopy(expected), WriteOptions())
-                return "create"
-            except errors.AlreadyExists:
-                continue
-        if _protected(existing):
-            return "protected"
-        wanted = reconciled_role(existing, expected)
-        if wanted is None:
-            return "none"
-        try:
-            await registry.update(res, namespace, name, wanted, WriteOptions())
-            return "update"
-        except (errors.NotFound, errors.Conflict):
-            continue
-    raise errors.Conflict(f"exceeded maximum attempts reconciling {res.resource} {name}")
+    return await _reconcile(registry, res, expected, lambda existing: ("update", reconciled_role(existing, expected)))
 
 
 async def reconcile_binding(registry: Registry, res: Resource, expected: Obj) -> str:
-    """Reconcile one RoleBinding or ClusterRoleBinding; returns what was done."""
+    """Reconcile one RoleBinding or ClusterRoleBinding; returns what was done (also recreate)."""
+    return await _reconcile(registry, res, expected, lambda existing: reconciled_binding(existing, expected))
+
+
+async def _reconcile(registry: Registry, res: Resource, expected: Obj,
+                     decide: Callable[[Obj], tuple[str, Obj | None]]) -> str:
+    """Create ``expected`` if missing, else write what ``decide`` makes of the stored object (None: it is
+    as it should be), retried while the object comes and goes under us."""
     md = expected["metadata"]
     namespace, name = md.get("namespace", ""), md["name"]
     for _ in range(_ATTEMPTS):
@@ -144,7 +131,7 @@ async def reconcile_binding(registry: Registry, res: Resource, expected: Obj) ->
                 continue
         if _protected(existing):
             return "protected"
-        operation, wanted = reconciled_binding(existing, expected)
+        operation, wanted = decide(existing)
         if wanted is None:
             return "none"
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, AsyncIterator
 
 import orjson
@@ -78,6 +79,35 @@ class Api:
 
     async def create(self, path: str, obj: dict[str, Any], **kw: Any) -> Reply:
         return await self.request("POST", path, obj, **kw)
+
+
+async def serve_with_informers(nursery: trio.Nursery, tmp_path: Path, modes: tuple[str, ...], tokens_csv: str, *,
+                              policy: bool = False, admin_token: str = TOKEN) -> Api:
+    """An app over a memory registry with ``--authorization-mode`` ``modes`` and a token file holding
+    ``tokens_csv``, its namespaces and the shared informers (RBAC's, the Node authorizer's) running;
+    with ``policy`` the bootstrap RBAC policy is reconciled and aggregated as ``serve()`` does (issue 12)."""
+    from kapi.apis.rbac import GROUP
+    from kapi.controllers.clusterroleaggregation import ClusterRoleAggregationController
+    from kapi.registry.informer import Informers
+    from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
+
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text(tokens_csv)
+    informers = Informers(registry)
+    config = Config(storage_backend="memory", authorization_mode=modes, token_auth_file=str(tokens))
+    app = build_app(config, registry, admin_token, Health(ready=True), informers)
+    namespaces = NamespaceController(registry)
+    await bootstrap(registry, namespaces)
+    if policy:
+        await reconcile_bootstrap_policy(registry)
+    await nursery.start(namespaces.run)
+    await nursery.start(informers.run)
+    if policy:
+        await nursery.start(ClusterRoleAggregationController(registry, informers.informer(GROUP, "clusterroles")).run)
+    return Api(app, registry)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from kapi.api.app import Health
 from kapi.config import Config
 from kapi.server.serve import build_app
 
-from .conftest import Api
+from .conftest import Api, serve_with_informers
 
 SSAR = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 SAR = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
@@ -230,27 +230,8 @@ async def test_a_local_review_takes_the_namespace_of_its_url(api: Api) -> None:
 
 async def test_reviews_answered_by_rbac(nursery: trio.Nursery, tmp_path: Path) -> None:
     """Issue 12: SSAR/SAR decide by RBAC's bindings with kube's reasons; SSRR lists RBAC's real rules."""
-    from kapi.apis import BUILTIN
-    from kapi.controllers.namespace import NamespaceController
-    from kapi.registry.informer import Informers
-    from kapi.registry.resources import ResourceTable
-    from kapi.registry.store import Registry
-    from kapi.server.bootstrap import bootstrap
-    from kapi.storage.memory import MemoryStorage
-
-    storage = MemoryStorage()
-    await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable(BUILTIN))
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text('alice-token,alice,uid-a,"devs"\n')
-    informers = Informers(registry)
-    app = build_app(Config(storage_backend="memory", authorization_mode=("RBAC",), token_auth_file=str(tokens)),
-                    registry, "test-admin-token", Health(ready=True), informers)
-    namespaces = NamespaceController(registry)
-    await bootstrap(registry, namespaces)
-    await nursery.start(namespaces.run)
-    await nursery.start(informers.run)
-    api = Api(app, registry)
+    api = await serve_with_informers(nursery, tmp_path, ("RBAC",), 'alice-token,alice,uid-a,"devs"\n',
+                                     admin_token="test-admin-token")
     rbac = "/apis/rbac.authorization.k8s.io/v1"
     rules = [{"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
               "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]},

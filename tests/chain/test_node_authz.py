@@ -8,19 +8,9 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
-from kapi.api.app import Health
-from kapi.apis import BUILTIN
 from kapi.chain.authz.node import Graph, NodeAuthorizer, node_identity, pod_secret_names
-from kapi.config import Config
-from kapi.controllers.namespace import NamespaceController
 from kapi.object.access import ALLOW, NO_OPINION, Attributes, UserInfo
-from kapi.registry.informer import Informers
-from kapi.registry.resources import ResourceTable
-from kapi.registry.store import Registry
-from kapi.server.bootstrap import bootstrap
-from kapi.server.serve import build_app
-from kapi.storage.memory import MemoryStorage
-from tests.api.conftest import Api
+from tests.api.conftest import Api, serve_with_informers
 
 Obj = dict[str, Any]
 N1 = UserInfo("system:node:n1", "", ("system:nodes", "system:authenticated"))
@@ -239,19 +229,8 @@ def test_pod_secret_names_skip_empty_names() -> None:
 @pytest.fixture
 async def node_api(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Api]:
     """A server with --authorization-mode Node,RBAC whose token file has kubelets n1 and n2."""
-    storage = MemoryStorage()
-    await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable(BUILTIN))
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text('n1-token,system:node:n1,,"system:nodes"\nn2-token,system:node:n2,,"system:nodes"\n')
-    informers = Informers(registry)
-    config = Config(storage_backend="memory", authorization_mode=("Node", "RBAC"), token_auth_file=str(tokens))
-    app = build_app(config, registry, "admin-token", Health(ready=True), informers)
-    namespaces = NamespaceController(registry)
-    await bootstrap(registry, namespaces)
-    await nursery.start(namespaces.run)
-    await nursery.start(informers.run)
-    yield Api(app, registry)
+    yield await serve_with_informers(nursery, tmp_path, ("Node", "RBAC"), 'n1-token,system:node:n1,,"system:nodes"\n'
+                                     'n2-token,system:node:n2,,"system:nodes"\n', admin_token="admin-token")
 
 
 async def _status(api: Api, path: str, token: str) -> int:

@@ -8,20 +8,10 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
-from kapi.api.app import Health
-from kapi.apis import BUILTIN
 from kapi.chain.authz.rbac import RBAC, Binding, RBACIndex, aggregate
-from kapi.config import Config
-from kapi.controllers.namespace import NamespaceController
 from kapi.object.access import ALLOW, NO_OPINION, Attributes, UserInfo
 from kapi.object.rbac import applies_to, describe_subject, rule_allows
-from kapi.registry.informer import Informers
-from kapi.registry.resources import ResourceTable
-from kapi.registry.store import Registry
-from kapi.server.bootstrap import bootstrap
-from kapi.server.serve import build_app
-from kapi.storage.memory import MemoryStorage
-from tests.api.conftest import TOKEN, Api
+from tests.api.conftest import Api, serve_with_informers
 
 Obj = dict[str, Any]
 ALICE = UserInfo("alice", "uid-a", ("devs", "system:authenticated"))
@@ -225,19 +215,7 @@ RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
 @pytest.fixture
 async def rbac_api(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Api]:
     """A server with --authorization-mode RBAC over a memory registry, its informers running."""
-    storage = MemoryStorage()
-    await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable(BUILTIN))
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text('alice-token,alice,uid-a,"devs"\n')
-    informers = Informers(registry)
-    config = Config(storage_backend="memory", authorization_mode=("RBAC",), token_auth_file=str(tokens))
-    app = build_app(config, registry, TOKEN, Health(ready=True), informers)
-    namespaces = NamespaceController(registry)
-    await bootstrap(registry, namespaces)
-    await nursery.start(namespaces.run)
-    await nursery.start(informers.run)
-    yield Api(app, registry)
+    yield await serve_with_informers(nursery, tmp_path, ("RBAC",), 'alice-token,alice,uid-a,"devs"\n')
 
 
 async def _until(api: Api, path: str, status: int) -> None:

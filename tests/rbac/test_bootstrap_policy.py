@@ -14,21 +14,17 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
-from kapi.api.app import Health
 from kapi.apis import BUILTIN, rbacpolicy
-from kapi.config import Config
-from kapi.controllers.clusterroleaggregation import ClusterRoleAggregationController, aggregated_rules
+from kapi.controllers.clusterroleaggregation import aggregated_rules
 from kapi.controllers.namespace import NamespaceController
 from kapi.object.access import Attributes, UserInfo
 from kapi.object.rbac.covers import compact_string, covers, escalation_error
-from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry, WriteOptions
 from kapi.server.bootstrap import bootstrap
 from kapi.server.rbacbootstrap import reconcile_binding, reconcile_bootstrap_policy, reconcile_role
-from kapi.server.serve import build_app
 from kapi.storage.memory import MemoryStorage
-from tests.api.conftest import TOKEN, Api
+from tests.api.conftest import Api, serve_with_informers
 
 Obj = dict[str, Any]
 GROUP = "rbac.authorization.k8s.io"
@@ -226,22 +222,8 @@ async def test_an_old_unaggregated_admin_moves_its_rules_to_its_part(registry: R
 @pytest.fixture
 async def api(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Api]:
     """--authorization-mode RBAC over a memory registry with the bootstrap policy and its controllers."""
-    storage = MemoryStorage()
-    await nursery.start(storage.run)
-    registry = Registry(storage, ResourceTable(BUILTIN))
-    tokens = tmp_path / "tokens.csv"
-    tokens.write_text('alice-token,alice,uid-a,"devs"\nbob-token,bob,uid-b\n')
-    informers = Informers(registry)
-    config = Config(storage_backend="memory", authorization_mode=("RBAC",), token_auth_file=str(tokens))
-    app = build_app(config, registry, TOKEN, Health(ready=True), informers)
-    namespaces = NamespaceController(registry)
-    await bootstrap(registry, namespaces)
-    await reconcile_bootstrap_policy(registry)
-    aggregation = ClusterRoleAggregationController(registry, informers.informer(GROUP, "clusterroles"))
-    await nursery.start(namespaces.run)
-    await nursery.start(informers.run)
-    await nursery.start(aggregation.run)
-    a = Api(app, registry)
+    a = await serve_with_informers(nursery, tmp_path, ("RBAC",), 'alice-token,alice,uid-a,"devs"\nbob-token,bob,uid-b\n',
+                                   policy=True)
     for ns in ("team", "other"):
         r = await a.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         assert r.status == 201, r.json()

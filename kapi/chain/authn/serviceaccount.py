@@ -431,6 +431,19 @@ class ServiceAccountTokens:
     def _deleted(self, ref: _Ref) -> bool:
         return ref.deleting_since is not None and ref.deleting_since < self.now() - LEEWAY_S
 
+    def _check_bound(self, what: str, resource: str, namespace: str, ref: tuple[str, str] | None) -> None:
+        """A bound Secret or Pod must exist with the token's uid and not be deleted (kube's validator)."""
+        if ref is None:
+            return
+        held = self.index.get(resource, namespace, ref[0])
+        if held is None:
+            raise AuthenticationError(_INVALIDATED)
+        if held.uid != ref[1]:
+            raise AuthenticationError(f"{what} UID ({held.uid}) does not match service account {what} ref "
+                                      f"claim ({ref[1]})")
+        if self._deleted(held):
+            raise AuthenticationError(_INVALIDATED)
+
     def _validate_bound(self, claims: Obj) -> UserInfo:
         """kube's validator.Validate: times, then the ServiceAccount and bound objects with their uids."""
         self._times_ok(claims)
@@ -454,26 +467,10 @@ class ServiceAccountTokens:
         if self._deleted(sa):
             raise AuthenticationError(f"service account {namespace}/{sa_name} has been deleted")
         extra: dict[str, tuple[str, ...]] = {}
-        secret_ref = ref_of("secret")
-        if secret_ref is not None:
-            secret = self.index.get("secrets", namespace, secret_ref[0])
-            if secret is None:
-                raise AuthenticationError(_INVALIDATED)
-            if secret.uid != secret_ref[1]:
-                raise AuthenticationError(f"secret UID ({secret.uid}) does not match service account secret ref "
-                                          f"claim ({secret_ref[1]})")
-            if self._deleted(secret):
-                raise AuthenticationError(_INVALIDATED)
+        self._check_bound("secret", "secrets", namespace, ref_of("secret"))
         pod_ref = ref_of("pod")
         if pod_ref is not None:
-            pod = self.index.get("pods", namespace, pod_ref[0])
-            if pod is None:
-                raise AuthenticationError(_INVALIDATED)
-            if pod.uid != pod_ref[1]:
-                raise AuthenticationError(f"pod UID ({pod.uid}) does not match service account pod ref claim "
-                                          f"({pod_ref[1]})")
-            if self._deleted(pod):
-                raise AuthenticationError(_INVALIDATED)
+            self._check_bound("pod", "pods", namespace, pod_ref)
             extra[POD_NAME_KEY], extra[POD_UID_KEY] = (pod_ref[0],), (pod_ref[1],)
         jti = claims.get("jti")
         if isinstance(jti, str) and jti:
@@ -481,14 +478,7 @@ class ServiceAccountTokens:
         node_ref = ref_of("node")
         if node_ref is not None:
             if pod_ref is None:  # a token bound to the Node itself: the Node must still be there
-                node = self.index.get("nodes", "", node_ref[0])
-                if node is None:
-                    raise AuthenticationError(_INVALIDATED)
-                if node.uid != node_ref[1]:
-                    raise AuthenticationError(f"node UID ({node.uid}) does not match service account node ref "
-                                              f"claim ({node_ref[1]})")
-                if self._deleted(node):
-                    raise AuthenticationError(_INVALIDATED)
+                self._check_bound("node", "nodes", "", node_ref)
             if node_ref[0]:
                 extra[NODE_NAME_KEY] = (node_ref[0],)
                 if node_ref[1]:
