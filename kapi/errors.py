@@ -21,7 +21,7 @@ Storage backends raise ``StorageError``; the registry turns those into
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 
 class KapiError(Exception):
@@ -239,6 +239,15 @@ class ServiceUnavailable(StatusError):
 class ServerTimeout(StatusError):
     code = 504
     reason = "Timeout"
+
+
+def aggregate_messages(errs: Sequence[str]) -> str:
+    """Go's utilerrors aggregate ``Error()``: "" for none, one message as it is, several (deduplicated)
+    as ``[a, b]``."""
+    unique = list(dict.fromkeys(errs))
+    if len(unique) <= 1:
+        return unique[0] if unique else ""
+    return "[" + ", ".join(unique) + "]"
 
 
 def qualified_resource(resource: str, group: str) -> str:

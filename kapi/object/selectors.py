@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from kapi.errors import BadRequest
+from kapi.errors import BadRequest, aggregate_messages
 from kapi.object.validation import go_quote, is_qualified_name, is_valid_label_value
 
 __all__ = [
@@ -38,15 +38,6 @@ __all__ = [
 def _invalid(path: str, value: str, detail: str) -> str:
     """field.Invalid(...).Error() for a string value."""
     return f"{path}: Invalid value: {go_quote(value)}: {detail}"
-
-
-def _aggregate(errs: list[str]) -> str:
-    """ErrorList.ToAggregate().Error(): deduplicated, bracketed when several."""
-    seen: list[str] = []
-    for e in errs:
-        if e not in seen:
-            seen.append(e)
-    return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
 
 
 _INT64_RE: Final = re.compile(r"[+-]?[0-9]+")
@@ -144,7 +135,7 @@ def new_requirement(key: str, operator: str, values: list[str]) -> Requirement:
         if value_errs:
             errs.append(_invalid(f"values[{i}][{key}]", v, "; ".join(value_errs)))
     if errs:
-        raise BadRequest(_aggregate(errs))
+        raise BadRequest(aggregate_messages(errs))
     return Requirement(key, operator, tuple(values))
 
 

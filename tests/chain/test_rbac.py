@@ -8,7 +8,8 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
-from kapi.chain.authz.rbac import RBAC, Binding, RBACIndex, aggregate
+from kapi.chain.authz.rbac import RBAC, Binding, RBACIndex
+from kapi.errors import aggregate_messages
 from kapi.object.access import ALLOW, NO_OPINION, Attributes, UserInfo
 from kapi.object.rbac import applies_to, describe_subject, rule_allows
 from tests.api.conftest import Api, serve_with_informers
@@ -100,7 +101,7 @@ def test_subject_descriptions() -> None:
     assert describe_subject({"kind": "ServiceAccount", "name": "b"}, "team") == 'ServiceAccount "b/team"'
     assert describe_subject({"kind": "ServiceAccount", "name": "b", "namespace": "x"}, "") == \
         'ServiceAccount "b/x"'
-    assert aggregate(["a"]) == "a" and aggregate(["a", "b", "a"]) == "[a, b]" and aggregate([]) == ""
+    assert aggregate_messages(["a"]) == "a" and aggregate_messages(["a", "b", "a"]) == "[a, b]" and aggregate_messages([]) == ""
 
 
 # ------------------------------------------------------------------ the index and the reasons

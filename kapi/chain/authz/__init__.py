@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 from kapi import errors
-from kapi.object.access import ALLOW, DENY, NO_OPINION, Attributes, Decision, Rules, UserInfo
+from kapi.object.access import (ALLOW, DENY, NO_OPINION, Attributes, Decision, NonResourceRule, ResourceRule, Rules,
+                                UserInfo)
 
 SYSTEM_MASTERS = "system:masters"
 MODES = ("AlwaysAllow", "AlwaysDeny", "Node", "RBAC", "Webhook")
@@ -38,8 +39,6 @@ class AlwaysAllow:
         return Decision(ALLOW)
 
     def rules_for(self, user: UserInfo, namespace: str) -> Rules:
-        from kapi.object.access import NonResourceRule, ResourceRule
-
         return Rules((ResourceRule(("*",), ("*",), ("*",)),), (NonResourceRule(("*",), ("*",)),))
 
 
@@ -79,29 +78,26 @@ class Authorizer:
                 reasons.append(decision.reason)
             if decision.error:
                 errs.append(decision.error)
-        # kube's union aggregates the modes' errors (utilerrors.NewAggregate: one as is, more in [a, b]).
-        error = errs[0] if len(errs) == 1 else f"[{', '.join(errs)}]" if errs else ""
-        return Decision(NO_OPINION, "; ".join(reasons), error)
+        # kube's union: the reasons one per line, the errors aggregated.
+        return Decision(NO_OPINION, "\n".join(reasons), errors.aggregate_messages(errs))
 
     def rules_for(self, user: UserInfo, namespace: str) -> Rules:
-        """Every resolving mode's rules for ``user`` (kube's union of rule resolvers); incomplete when a
-        mode that authorizes cannot list its rules (Node, Webhook)."""
-        resource: list = []
-        non_resource: list = []
+        """Every mode's rules for ``user``, as kube's union of rule resolvers: concatenated, incomplete if
+        one is, their errors aggregated. The privileged group lists none of its own (as kube's): a
+        system:masters user's rules are those RBAC's bindings give it (cluster-admin's)."""
+        resource: list[ResourceRule] = []
+        non_resource: list[NonResourceRule] = []
         incomplete, errs = False, []
-        if SYSTEM_MASTERS in user.groups:
-            return AlwaysAllow().rules_for(user, namespace)
         for mode in self.modes:
-            if isinstance(mode, RuleResolver):
-                rules = mode.rules_for(user, namespace)
-                resource += rules.resource_rules
-                non_resource += rules.non_resource_rules
-                incomplete |= rules.incomplete
-                if rules.evaluation_error:
-                    errs.append(rules.evaluation_error)
-            else:
-                incomplete = True
-        return Rules(tuple(resource), tuple(non_resource), incomplete, "; ".join(errs))
+            if not isinstance(mode, RuleResolver):
+                continue
+            rules = mode.rules_for(user, namespace)
+            resource += rules.resource_rules
+            non_resource += rules.non_resource_rules
+            incomplete |= rules.incomplete
+            if rules.evaluation_error:
+                errs.append(rules.evaluation_error)
+        return Rules(tuple(resource), tuple(non_resource), incomplete, errors.aggregate_messages(errs))
 
     async def check(self, attrs: Attributes) -> None:
         """Raise kube's 403 Forbidden unless the union allows ``attrs``; 500 when it could not decide

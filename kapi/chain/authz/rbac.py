@@ -16,8 +16,9 @@ RBAC change.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping
 
+from kapi.errors import aggregate_messages
 from kapi.object.access import (NO_OPINION, ALLOW, Attributes, Decision, NonResourceRule, ResourceRule, Rules,
                                 UserInfo)
 from kapi.object.rbac import applies_to, describe_subject, rule_allows, subject_key
@@ -87,16 +88,6 @@ class Resolved:
 
     grants: tuple[Grant, ...]
     errors: tuple[str, ...]
-
-
-def aggregate(errs: Sequence[str]) -> str:
-    """kube's utilerrors aggregate message: one error as itself, more (deduplicated) in brackets."""
-    unique = list(dict.fromkeys(errs))
-    if not unique:
-        return ""
-    if len(unique) == 1:
-        return unique[0]
-    return "[" + ", ".join(unique) + "]"
 
 
 def _rules(obj: Obj) -> tuple[Mapping[str, Any], ...]:
@@ -256,7 +247,7 @@ class RBAC:
                 if rule_allows(rule, attrs):
                     return Decision(ALLOW, f"RBAC: allowed by {grant.source}")
         if resolved.errors:
-            return Decision(NO_OPINION, f"RBAC: {aggregate(resolved.errors)}")
+            return Decision(NO_OPINION, f"RBAC: {aggregate_messages(resolved.errors)}")
         return Decision(NO_OPINION)
 
     def rules_and_errors(self, user: UserInfo, namespace: str) -> tuple[list[Obj], list[str]]:
@@ -284,7 +275,7 @@ class RBAC:
                                                  _strings(rule.get("resourceNames"))))
                 if rule.get("nonResourceURLs"):
                     non_resource.append(NonResourceRule(verbs, _strings(rule.get("nonResourceURLs"))))
-        return Rules(tuple(resource), tuple(non_resource), False, aggregate(resolved.errors))
+        return Rules(tuple(resource), tuple(non_resource), False, aggregate_messages(resolved.errors))
 
 
 def _strings(value: Any) -> tuple[str, ...]:

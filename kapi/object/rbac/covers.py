@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from kapi.errors import aggregate_messages
 from kapi.object.access import UserInfo
 
 Rule = Mapping[str, Any]
@@ -173,11 +174,5 @@ def escalation_error(user: UserInfo, owner_rules: Sequence[Rule], rules: Sequenc
     msg = (f"user {_go_quote(user.name)} (groups={go_quote_list(user.groups)}) is attempting to grant RBAC "
            f"permissions not currently held:\n" + "\n".join(descriptions))
     if resolution_errors:
-        msg += f"; resolution errors: [{_aggregate(resolution_errors)}]"
+        msg += f"; resolution errors: [{aggregate_messages(resolution_errors)}]"
     return msg
-
-
-def _aggregate(errs: Sequence[str]) -> str:
-    """utilerrors.NewAggregate's text: one error as itself, more in brackets, comma-separated."""
-    unique = list(dict.fromkeys(errs))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
