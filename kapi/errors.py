@@ -31,6 +31,12 @@ class KapiError(Exception):
 # ---------------------------------------------------------------- storage
 
 
+class AuthenticationError(KapiError):
+    """One authenticator's refusal (kube's ``err`` of AuthenticateToken/Request): the credential is its
+    kind but bad (expired, wrong audience, unknown key). Never a Status by itself: a request gets 401,
+    a TokenReview reports the message in ``status.error``."""
+
+
 class StorageError(KapiError):
     """A storage backend failed; knows keys and revisions, never HTTP."""
 

@@ -11,7 +11,6 @@ from kapi.object.access import UserInfo
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Access, Obj, Strategy
 
-INVALID_TOKEN: Final = "invalid bearer token"
 BAD_AUDIENCES: Final = "error validating audience"
 
 
@@ -27,9 +26,13 @@ class TokenReviewStrategy(Strategy):
         if not token:
             raise errors.BadRequest("token is required for TokenReview in authentication")
         asked = tuple(spec.get("audiences") or ())
-        found = await access.authenticate_token(token, asked)
-        if found is None:
-            review["status"] = {"user": {}, "error": INVALID_TOKEN}
+        try:
+            found = await access.authenticate_token(token, asked)
+        except errors.AuthenticationError as exc:  # kube: the token union's aggregated error
+            review["status"] = {"user": {}, "error": str(exc)}
+            return review
+        if found is None:  # no authenticator took it, none said why: kube reports no error
+            review["status"] = {"user": {}}
             return review
         user, good = found
         if asked and not [a for a in asked if a in good] or not asked and not good:

@@ -64,7 +64,8 @@ class Access(Protocol):
 
     async def authenticate_token(self, token: str, audiences: tuple[str, ...]
                                  ) -> tuple[UserInfo, tuple[str, ...]] | None:
-        """The user a bearer token is, and the audiences it is good for; None: no authenticator takes it."""
+        """The user a bearer token is, and the audiences it is good for; None: no authenticator takes it.
+        Raises ``errors.AuthenticationError`` with the authenticators' reasons when they refuse it."""
         ...
 
     def policy_rules(self) -> PolicyRuleResolver | None:

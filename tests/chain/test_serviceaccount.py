@@ -12,7 +12,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from kapi.chain.authn import AuthenticationError
+from kapi.errors import AuthenticationError
 from kapi.chain.authn.serviceaccount import (CREDENTIAL_ID_KEY, LABEL_INVALID_SINCE, LEGACY_ISSUER, NODE_NAME_KEY,
                                              NODE_UID_KEY, POD_NAME_KEY, POD_UID_KEY, ServiceAccountTokens, _Ref,
                                              key_id, load_public_keys)

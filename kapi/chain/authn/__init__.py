@@ -34,6 +34,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kapi import errors
+from kapi.errors import AuthenticationError
 from kapi.chain.context import RequestContext
 from kapi.object.access import UserInfo
 
@@ -46,10 +47,6 @@ ANONYMOUS = UserInfo(ANONYMOUS_USER, groups=(ALL_UNAUTHENTICATED,))
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"  # kube's user.CredentialIDKey
 
 Audiences = tuple[str, ...]
-
-
-class AuthenticationError(Exception):
-    """One authenticator's refusal (kube's ``err`` of AuthenticateRequest): the credential is its but bad."""
 
 
 class TokenAuthenticator(Protocol):
@@ -252,14 +249,17 @@ class Authenticator:
         among ``audiences`` (() asks for the API audiences); None if no token authenticator knows it.
         TokenReview answers from this."""
         asked = audiences or self.api_audiences
+        failures: list[str] = []
         for authenticator in (self._static, *self.token_authenticators):
             try:
                 found = await authenticator.authenticate_token(token, asked)
             except AuthenticationError as exc:
-                log.debug("token authenticator %s: %s", type(authenticator).__name__, exc)
+                failures.append(str(exc))
                 continue
             if found is not None:
                 return with_authenticated_group(found[0]), found[1]
+        if failures:  # kube's token union: none took it, and these said why
+            raise AuthenticationError(errors.aggregate_messages(failures))
         return None
 
     async def authenticate(self, ctx: RequestContext) -> UserInfo:
@@ -280,7 +280,11 @@ class Authenticator:
         if not token and authorization.strip().lower().startswith("bearer  "):
             ctx.warnings.append(EXTRA_SPACE_WARNING)  # kube's bearertoken warns, then ignores the header
         if token:
-            found = await self.authenticate_token(token, self.api_audiences)
+            try:
+                found = await self.authenticate_token(token, self.api_audiences)
+            except AuthenticationError as exc:
+                found = None
+                failures.append(str(exc))
             if found is not None:
                 user, good = found
                 if self.api_audiences and good and not intersect(self.api_audiences, good):

@@ -29,7 +29,8 @@ import jwt as pyjwt
 import orjson
 import trio
 
-from kapi.chain.authn import CREDENTIAL_ID, AuthenticationError, Audiences, intersect
+from kapi.chain.authn import CREDENTIAL_ID, Audiences, intersect
+from kapi.errors import AuthenticationError
 from kapi.object.access import UserInfo
 
 log = logging.getLogger("kapi.chain.authn.jwt")

@@ -16,7 +16,8 @@ from typing import Sequence
 
 from cryptography import x509
 
-from kapi.chain.authn import AuthenticationError, load_certificates, unescape_extra_key, verify_client_certificate
+from kapi.chain.authn import load_certificates, unescape_extra_key, verify_client_certificate
+from kapi.errors import AuthenticationError
 from kapi.chain.context import RequestContext
 from kapi.config import Config
 from kapi.object.access import UserInfo

@@ -34,7 +34,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from kapi import errors
 from kapi.apis.core.serviceaccounts import create_token
-from kapi.chain.authn import AuthenticationError, intersect
+from kapi.chain.authn import intersect
+from kapi.errors import AuthenticationError
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers, Item
 from kapi.registry.store import Registry
