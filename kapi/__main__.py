@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--audit-log-maxage", type=_count, default=0, help="days to keep rotated audit logs (0: no limit)")
     s.add_argument("--audit-log-maxbackup", type=_count, default=0, help="rotated audit logs kept (0: no limit)")
     s.add_argument("--audit-log-maxsize", type=_count, default=0,
-                   help="megabytes an audit log reaches before it is rotated (0: never)")
+                   help="megabytes an audit log reaches before it is rotated (0: 100, as kube's log writer)")
     s.add_argument("--audit-log-format", choices=("json", "legacy"), default=d.audit_log_format)
     s.add_argument("--audit-webhook-config-file", default="", help="kubeconfig of an audit webhook")
     s.add_argument("--audit-webhook-mode", choices=("batch", "blocking", "blocking-strict"),
