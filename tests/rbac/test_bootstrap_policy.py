@@ -332,13 +332,18 @@ async def test_bootstrap_cluster_role_bindings(api: Api, attrs: Attributes, allo
 
 async def test_aggregated_roles_have_their_parts_rules(api: Api) -> None:
     cr = _res(api.registry, "clusterroles")
-    with trio.fail_after(30):
-        while not (await api.registry.get(cr, "", "admin")).get("rules"):
-            await trio.sleep(0.01)
-    view = (await api.registry.get(cr, "", "view"))["rules"]
-    edit = (await api.registry.get(cr, "", "edit"))["rules"]
-    admin = (await api.registry.get(cr, "", "admin"))["rules"]
     part = next(r for r in rbacpolicy.cluster_roles() if r["metadata"]["name"] == "system:aggregate-to-view")
+
+    async def rules(name: str) -> list[dict[str, Any]]:
+        return (await api.registry.get(cr, "", name)).get("rules") or []
+
+    # edit aggregates view's rules and admin edit's: the cascade settles through the informer's
+    # events, so wait for the last step (admin covering edit covering view) rather than for any rules.
+    with trio.move_on_after(30):
+        while not (await rules("view") == part["rules"] and covers(await rules("edit"), await rules("view"))[0]
+                   and covers(await rules("admin"), await rules("edit"))[0]):
+            await trio.sleep(0.01)
+    view, edit, admin = await rules("view"), await rules("edit"), await rules("admin")
     assert view == part["rules"]
     assert covers(edit, view)[0] and covers(admin, edit)[0] and not covers(view, edit)[0]
 
