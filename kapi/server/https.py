@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from http import HTTPStatus
 from typing import Any, Awaitable, Callable

@@ -6,18 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kapi.chain.authn import Authenticator, TokenAuthenticator, read_token_file
-from kapi.chain.authn.serviceaccount import PrivateKey, ServiceAccountTokens, load_public_keys
-from kapi.chain.authn import X509, load_certificates, requestheader
+from kapi.chain.audit import Audit, Backend, load_policy
+from kapi.chain.audit.log import LogBackend
+from kapi.chain.authn import X509, Authenticator, TokenAuthenticator, load_certificates, read_token_file, requestheader
 from kapi.chain.authn import jwt as jwt_authn
-from kapi.chain.authz import Authorizer, Mode, from_modes
+from kapi.chain.authn.serviceaccount import PrivateKey, ServiceAccountTokens, load_public_keys
 from kapi.chain.authn.webhook import WebhookTokenAuthenticator
+from kapi.chain.authz import Authorizer, Mode, from_modes
 from kapi.chain.authz.node import NodeAuthorizer
 from kapi.chain.authz.rbac import RBAC
 from kapi.chain.authz.webhook import WebhookAuthorizer
 from kapi.chain.webhookclient import load_webhook_kubeconfig
-from kapi.chain.audit import Audit, Backend, load_policy
-from kapi.chain.audit.log import LogBackend
 from kapi.config import Config
 from kapi.metrics import Metrics
 from kapi.object.access import UserInfo

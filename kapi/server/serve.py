@@ -26,8 +26,6 @@ from kapi.api.app import App, Health
 from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
-from kapi.chain.authn import Authenticator, read_token_file
-from kapi.chain.authz import Authorizer
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
 from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
@@ -37,9 +35,8 @@ from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.https import serve_https
-from kapi.server.security import tls_client_cas
-from kapi.server.security import build_audit
-from kapi.server.security import build_authenticator, build_authorizer, build_service_account_tokens
+from kapi.server.security import (build_audit, build_authenticator, build_authorizer, build_service_account_tokens,
+                                  tls_client_cas)
 from kapi.metrics import Metrics
 from kapi.chain.authn.serviceaccount import ServiceAccountTokens, load_private_key
 from kapi.controllers.serviceaccounttoken import TokensController
@@ -264,8 +261,8 @@ async def _collect_garbage(registry: Registry, *, task_status: trio.TaskStatus[N
     await GarbageCollector(registry).run(task_status=task_status)
 
 
-async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...], shutdown_trigger: Callable[[], Awaitable[Any]],
-                       *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...],
+                       shutdown_trigger: Callable[[], Awaitable[Any]], *, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
     """hypercorn until ``shutdown_trigger``; a port that cannot be bound is a ``FatalError`` saying so."""
     bound = False
 
