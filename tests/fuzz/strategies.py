@@ -231,7 +231,9 @@ def mutations(draw: st.DrawFn, original: dict[str, Any]) -> tuple[bytes, dict[st
             path: tuple[Any, ...] = ("metadata", draw(st.sampled_from(META_FIELDS)))
             if draw(st.booleans()) and path[1] in ("labels", "annotations"):
                 path += (draw(st.sampled_from(["app", "x", "a/b", "", "k" * 70])),)
-            if draw(st.booleans()) and path[1] in ("ownerReferences", "managedFields"):
+            # An earlier swap may have made metadata a non-object: then there is no list inside to reach.
+            if draw(st.booleans()) and path[1] in ("ownerReferences", "managedFields") and isinstance(
+                    obj.get("metadata"), dict):
                 obj["metadata"].setdefault(path[1], [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o",
                                                       "uid": "u", "controller": True}])
                 if isinstance(obj["metadata"][path[1]], list) and obj["metadata"][path[1]]:
