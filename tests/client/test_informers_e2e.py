@@ -185,6 +185,7 @@ class Cluster:
             stop_server(self.srv)
 
 
+@pytest.mark.soak  # a minute per case: once, in the compiled pass (the pure pass deselects soak tests)
 @pytest.mark.parametrize("watch_list", [True, False], ids=["watch-list", "list-then-watch"])
 async def test_ten_informers_follow_random_writes_a_restart_and_a_forced_410(tmp_path: Path,
                                                                              watch_list: bool) -> None:
