@@ -7,7 +7,7 @@ from typing import Final
 
 from kapi import errors
 from kapi.apis.authorization import SelfSubjectReviewStrategy
-from kapi.object.access import UserInfo
+from kapi.object.access import UserInfo, user_info_object
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Access, Obj, Strategy
 
@@ -40,14 +40,7 @@ class TokenReviewStrategy(Strategy):
             return {"kind": review["kind"], "apiVersion": review["apiVersion"],
                     "metadata": {"creationTimestamp": None}, "spec": {},
                     "status": {"user": {}, "error": BAD_AUDIENCES}}
-        info: Obj = {"username": user.name}
-        if user.uid:
-            info["uid"] = user.uid
-        if user.groups:
-            info["groups"] = list(user.groups)
-        if user.extra:
-            info["extra"] = {k: list(v) for k, v in user.extra.items()}
-        status: Obj = {"authenticated": True, "user": info}
+        status: Obj = {"authenticated": True, "user": user_info_object(user)}
         if good:
             status["audiences"] = list(good)
         review["status"] = status

@@ -20,6 +20,19 @@ class UserInfo:
     extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def user_info_object(user: UserInfo) -> dict[str, object]:
+    """authentication.k8s.io/v1 UserInfo as kube writes it (a TokenReview's status, an audit event):
+    empty fields left out."""
+    out: dict[str, object] = {"username": user.name} if user.name else {}
+    if user.uid:
+        out["uid"] = user.uid
+    if user.groups:
+        out["groups"] = list(user.groups)
+    if user.extra:
+        out["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Attributes:
     """What a request asks to do, as kube's authorizer.AttributesRecord.

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kapi.object.access import UserInfo
+from kapi.object.access import UserInfo, user_info_object
+from kapi.object.validation import go_quote
 
 Obj = dict[str, Any]
 
@@ -45,16 +46,7 @@ CLOCK = _Clock()
 
 def user_dict(user: UserInfo | None) -> Obj:
     """authentication.k8s.io/v1 UserInfo as the event writes it (empty fields left out)."""
-    if user is None:
-        return {}
-    out: Obj = {"username": user.name} if user.name else {}
-    if user.uid:
-        out["uid"] = user.uid
-    if user.groups:
-        out["groups"] = list(user.groups)
-    if user.extra:
-        out["extra"] = {k: list(v) for k, v in user.extra.items()}
-    return out
+    return user_info_object(user) if user is not None else {}
 
 
 def source_ips(headers: dict[str, str], client: tuple[str, int] | None) -> list[str]:
@@ -170,28 +162,8 @@ def complete_object_ref(ref: Obj, meta: Any) -> Obj:
     return out
 
 
-def _go_quote(text: str) -> str:
-    """Go's %q of a string (printable characters kept, others escaped)."""
-    out = ['"']
-    for c in text:
-        if c == '"' or c == "\\":
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\r":
-            out.append("\\r")
-        elif c < " " or c == "\x7f":
-            out.append(f"\\x{ord(c):02x}")
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
-
-
 def _quoted_list(values: list[str]) -> str:
-    return ",".join(_go_quote(v) for v in values)
+    return ",".join(go_quote(v) for v in values)
 
 
 def _rfc3339nano(micro: str) -> str:
@@ -220,7 +192,7 @@ def event_string(ev: Obj) -> str:
     response = str(status.get("code", 0)) if status is not None else "<deferred>"
     ips = ev.get("sourceIPs") or ()
     ip = ips[0] if ips else "<unknown>"
-    q = _go_quote
+    q = go_quote
     return (f"{_rfc3339nano(ev['requestReceivedTimestamp'])} AUDIT: id={q(ev['auditID'])} stage={q(ev['stage'])} ip={q(ip)} "
             f"method={q(ev['verb'])} user={q(username)} groups={q(groups)} as={q(as_user)} asgroups={q(as_groups)} "
             f"user-agent={q(ev.get('userAgent', ''))} namespace={q(namespace)} uri={q(ev['requestURI'])} "

@@ -37,6 +37,7 @@ from kapi.apis.core.serviceaccounts import create_token
 from kapi.chain.authn import intersect
 from kapi.errors import AuthenticationError
 from kapi.object.access import UserInfo
+from kapi.object.validation import go_quote_list
 from kapi.registry.informer import Informers, Item
 from kapi.registry.store import Registry
 
@@ -235,11 +236,6 @@ class ObjectIndex:
 # --------------------------------------------------------------- tokens
 
 
-def _go_quote(values: Sequence[str]) -> str:
-    """A []string as Go's %q prints it."""
-    return "[" + " ".join(orjson.dumps(v).decode() for v in values) + "]"
-
-
 def service_account_user(namespace: str, name: str, uid: str, extra: dict[str, tuple[str, ...]] | None = None
                          ) -> UserInfo:
     """kube's ServiceAccountInfo.UserInfo: the user name and groups of a service account."""
@@ -372,8 +368,8 @@ class ServiceAccountTokens:
         requested = tuple(audiences) or self.api_audiences
         good = intersect([a for a in token_auds if isinstance(a, str)], requested)
         if not good:
-            raise AuthenticationError(f"token audiences {_go_quote(token_auds)} is invalid for the target "
-                                      f"audiences {_go_quote(requested)}")
+            raise AuthenticationError(f"token audiences {go_quote_list(token_auds)} is invalid for the target "
+                                      f"audiences {go_quote_list(requested)}")
         user = self._validate_legacy(token, claims) if legacy else self._validate_bound(claims)
         return user, good
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kapi.errors import aggregate_messages
 from kapi.object.access import UserInfo
+from kapi.object.validation import go_quote, go_quote_list
 
 Rule = Mapping[str, Any]
 Obj = dict[str, Any]
@@ -123,31 +124,6 @@ def compact_rules(rules: Sequence[Rule]) -> list[Obj]:
     return compacted
 
 
-def go_quote_list(values: Sequence[str]) -> str:
-    """Go's ``%q`` of a []string: ``["a" "b"]``."""
-    return "[" + " ".join(_go_quote(v) for v in values) + "]"
-
-
-def _go_quote(value: str) -> str:
-    out = ['"']
-    for ch in value:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif not ch.isprintable():
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def compact_string(rule: Rule) -> str:
     """kube's rbacv1helpers.CompactString: ``{APIGroups:["apps"], Resources:["deployments"], Verbs:["get"]}``."""
     parts = []
@@ -171,7 +147,7 @@ def escalation_error(user: UserInfo, owner_rules: Sequence[Rule], rules: Sequenc
     if ok:
         return None
     descriptions = sorted({compact_string(rule) for rule in compact_rules(missing)})
-    msg = (f"user {_go_quote(user.name)} (groups={go_quote_list(user.groups)}) is attempting to grant RBAC "
+    msg = (f"user {go_quote(user.name)} (groups={go_quote_list(user.groups)}) is attempting to grant RBAC "
            f"permissions not currently held:\n" + "\n".join(descriptions))
     if resolution_errors:
         msg += f"; resolution errors: [{aggregate_messages(resolution_errors)}]"

@@ -34,7 +34,7 @@ from kapi.object.validation.events import (validate_event, validate_event_update
 from kapi.object.validation.fields import (REASON_DUPLICATE, REASON_FORBIDDEN, REASON_INVALID,
     REASON_NOT_FOUND, REASON_NOT_SUPPORTED, REASON_REQUIRED, REASON_TOO_LONG, REASON_TOO_MANY,
     field_duplicate, field_forbidden, field_invalid, field_not_found, field_not_supported, field_required,
-    field_too_long, go_quote, unique_causes)
+    field_too_long, go_quote, go_quote_list, unique_causes)
 from kapi.object.validation.meta import (validate_annotations, validate_labels, validate_object_meta,
     validate_update_meta)
 from kapi.object.validation.names import (RULE_DNS1035_LABEL, RULE_DNS1123_LABEL, RULE_DNS1123_SUBDOMAIN,
@@ -69,6 +69,7 @@ __all__ = [
     "field_required",
     "field_too_long",
     "go_quote",
+    "go_quote_list",
     "is_config_map_key",
     "is_dns1035_label",
     "is_dns1123_label",

@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec
 
@@ -53,6 +53,11 @@ def go_quote(value: str) -> str:
                        f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}")
     out.append('"')
     return "".join(out)
+
+
+def go_quote_list(values: Sequence[str]) -> str:
+    """A ``[]string`` as Go's ``%q`` prints it: ``["a" "b"]``."""
+    return "[" + " ".join(go_quote(v) for v in values) + "]"
 
 
 @dataclass(frozen=True, slots=True)
