@@ -47,6 +47,23 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
 
 
+# The feature gates kapi reads (kube's names), and their defaults are Config's.
+FEATURE_GATES = ("SizeBasedListCostEstimate",)
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """kube's --feature-gates: ``A=true,B=false``; a gate kapi does not know is refused, as kube refuses it."""
+    out: dict[str, bool] = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"missing bool value for {name}")
+        if name not in FEATURE_GATES:
+            raise argparse.ArgumentTypeError(f"unrecognized feature gate: {name}")
+        out[name] = _bool(value)
+    return out
+
+
 def _sizes(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in filter(None, text.split(",")):
@@ -133,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fields indexed in a resource's watch cache (repeatable; default pods=spec.nodeName)")
     s.add_argument("--max-requests-inflight", type=_count, default=d.max_requests_inflight)
     s.add_argument("--max-mutating-requests-inflight", type=_count, default=d.max_mutating_requests_inflight)
+    s.add_argument("--enable-priority-and-fairness", type=_bool, default=d.enable_priority_and_fairness,
+                   help="API Priority and Fairness (true); false: max-in-flight's two limits instead")
+    s.add_argument("--feature-gates", type=_feature_gates, default={},
+                   help="comma-separated Gate=true|false; known: " + ", ".join(sorted(FEATURE_GATES)))
     # Authentication (kube-apiserver's flags).
     s.add_argument("--token-auth-file", default="", help='CSV of token,user,uid,"group1,group2"')
     s.add_argument("--anonymous-auth", type=_bool, default=d.anonymous_auth,
@@ -241,6 +262,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
         else Config().watch_cache_indexes,
         max_requests_inflight=args.max_requests_inflight,
         max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+        enable_priority_and_fairness=args.enable_priority_and_fairness,
+        size_based_list_cost_estimate=args.feature_gates.get("SizeBasedListCostEstimate",
+                                                             Config().size_based_list_cost_estimate),
         authorization_mode=tuple(m.strip() for m in args.authorization_mode.split(",") if m.strip()),
         token_auth_file=args.token_auth_file,
         anonymous_auth=args.anonymous_auth,

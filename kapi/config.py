@@ -23,6 +23,10 @@ class Config:
     watch_cache_indexes: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"pods": ("spec.nodeName",)})
     max_requests_inflight: int = 400
     max_mutating_requests_inflight: int = 200
+    # --- API Priority and Fairness (kapi.chain.flowcontrol): the two limits above are its server-wide
+    # concurrency; off, they are max-in-flight's separate limits for reads and writes
+    enable_priority_and_fairness: bool = True
+    size_based_list_cost_estimate: bool = True  # --feature-gates SizeBasedListCostEstimate (kube 1.34: on)
     # --- authentication (kube's flag names; durations in seconds)
     token_auth_file: str = ""
     anonymous_auth: bool = True

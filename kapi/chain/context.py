@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Awaitable, Callable, Sequence
 from urllib.parse import parse_qsl, unquote
 
+import trio
+
 from kapi.object.access import UserInfo
 from kapi.object.listopts import query_bool
 
@@ -201,6 +203,12 @@ class RequestContext:
     deadline: float | None = None  # trio time by which a non-long-running request must be answered
     warnings: list[str] = field(default_factory=list)
     on_done: list[Callable[[], None]] = field(default_factory=list)  # run once the answer is sent
+    # Run once a watch's initial events are handed to the writer (APF frees a watch's seats then);
+    # a watch that sends none runs them when its stream starts.
+    on_watch_initialized: list[Callable[[], None]] = field(default_factory=list)
+    # Returns when the client has gone away (the app's: it first receives the rest of the body, kept for
+    # ``read_body``); a request waiting in an APF queue is cancelled by it. Default: never.
+    until_disconnect: Callable[[], Awaitable[None]] = trio.sleep_forever
     _info: RequestInfo | None = field(default=None, init=False, repr=False)
     _user: UserInfo | None = field(default=None, init=False, repr=False)
     _body: bytes | None = field(default=None, init=False, repr=False)
