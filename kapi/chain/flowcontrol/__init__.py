@@ -98,6 +98,11 @@ class RequestDump:
     user: str = ""  # the user name (dump_requests ?includeRequestDetails=1)
     verb: str = ""
     path: str = ""
+    namespace: str = ""  # the rest of kube's RequestInfo columns in dump_requests' details
+    name: str = ""
+    api_version: str = ""  # group/version ("v1" for the core group; "" for a non-resource request)
+    resource: str = ""
+    subresource: str = ""
 
 
 @dataclass(slots=True)
@@ -110,6 +115,12 @@ class QueueDump:
     executing_requests: int = 0
     seats_in_use: int = 0
     waiting_seats: int = 0  # QueueSum.InitialSeatsSum
+    requests_executing: list[RequestDump] = field(default_factory=list)  # kube's RequestsExecuting
+    max_seats_sum: int = 0  # QueueSum.MaxSeatsSum
+    total_work_sum: float = 0.0  # QueueSum.TotalWorkSum, seat-seconds
+    max_seats_sum: int = 0  # QueueSum.MaxSeatsSum: the waiting requests' max(initial, final) seats
+    total_work_sum: float = 0.0  # QueueSum.TotalWorkSum: the waiting requests' estimated work, seat-seconds
+    requests_executing: list[RequestDump] = field(default_factory=list)  # dispatched from this queue
 
 
 @dataclass(slots=True)
