@@ -115,12 +115,6 @@ class QueueDump:
     executing_requests: int = 0
     seats_in_use: int = 0
     waiting_seats: int = 0  # QueueSum.InitialSeatsSum
-    requests_executing: list[RequestDump] = field(default_factory=list)  # kube's RequestsExecuting
-    max_seats_sum: int = 0  # QueueSum.MaxSeatsSum
-    total_work_sum: float = 0.0  # QueueSum.TotalWorkSum, seat-seconds
-    requests_executing: list[RequestDump] = field(default_factory=list)  # kube's RequestsExecuting
-    max_seats_sum: int = 0  # QueueSum.MaxSeatsSum
-    total_work_sum: float = 0.0  # QueueSum.TotalWorkSum, seat-seconds
     max_seats_sum: int = 0  # QueueSum.MaxSeatsSum: the waiting requests' max(initial, final) seats
     total_work_sum: float = 0.0  # QueueSum.TotalWorkSum: the waiting requests' estimated work, seat-seconds
     requests_executing: list[RequestDump] = field(default_factory=list)  # dispatched from this queue
