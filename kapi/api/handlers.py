@@ -6,6 +6,7 @@ import random
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
 
 import orjson
@@ -452,7 +453,8 @@ class Handlers:
             timeout = int(self.min_request_timeout_s * (1 + random.random()))
         deadline = trio.current_time() + timeout
         proto = out.media_type == PROTOBUF
-        lines = await self.registry.watch_lines(res, info.namespace, opts, deadline, proto)
+        lines = await self.registry.watch_lines(res, info.namespace, opts, deadline, proto,
+                                                initialized=partial(_run_once, ctx.on_watch_initialized))
         if out.as_kind == "Table":
             lines = _as_tables(lines, res, out)
         content_type = PROTOBUF + ";stream=watch" if proto else JSON
@@ -528,6 +530,12 @@ _HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"))
 _UNSAFE_DELETE = "ignoreStoreReadErrorWithClusterBreakingPotential"
 _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
              "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def _run_once(callbacks: list[Callable[[], None]]) -> None:
+    """Run and forget each callback (a watch's ``on_watch_initialized``), so that none runs twice."""
+    while callbacks:
+        callbacks.pop(0)()
 
 
 def _parse_bool(name: str, value: str) -> bool:

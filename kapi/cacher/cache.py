@@ -28,7 +28,7 @@ from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.metrics import Metrics
 from kapi.storage.base import Event, KeyValue, ListResult, Predicate, Storage
 from kapi.cacher.store import CacheEvent, CacheStore, Entry, Snapshot
-from kapi.cacher.watcher import Bookmark, Filter, TimeBudget, Watcher, WatchItem, transition
+from kapi.cacher.watcher import Bookmark, Filter, TimeBudget, Watcher, WatchCounts, WatchItem, transition
 
 T = TypeVar("T")
 log = logging.getLogger("kapi.cacher")
@@ -61,6 +61,22 @@ class WatchStart:
     end_bookmark: Bookmark | None  # the initial-events-end bookmark, if asked for
 
 
+# How get_list answers a LIST (``Cacher._list_route``)
+_UNREADY = "unready"  # 429 while the cache (re)initializes
+_UNREADY_STORAGE = "unready-storage"  # a plain paged LIST: storage answers meanwhile
+_CONSISTENT = "consistent"  # the current state once the cache has caught up with storage
+_CURRENT = "current"  # the current state (after waiting for ``rv``)
+_AT = "at"  # the state at ``rv``: current, or a snapshot rewound through the window
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    kind: str
+    rv: int = 0
+    start: str = ""  # a continued LIST's next key, after the list's prefix
+    paged: bool = True  # False: the limit is ignored (rv=0)
+
+
 @dataclass
 class CacheConfig:
     capacity: int = 100
@@ -88,6 +104,7 @@ class Cacher:
         self._rv_changed = trio.Event()
         self._watchers: set[Watcher] = set()
         self._triggered: dict[tuple[str, str], set[Watcher]] = {}
+        self._watch_counts = WatchCounts()  # untriggered watchers (see watch_count)
         self._budget = TimeBudget()
         self._down_since = trio.current_time()
         self._labels = {"group": group, "resource": resource}
@@ -251,39 +268,60 @@ class Cacher:
     async def get_list(self, prefix: str, opts: ListOptions, pred: Predicate[Entry]) -> ListResult[Entry]:
         """Serve a LIST by SEMANTICS §1.2 (1.34+): from the cache, or from storage where it must."""
         filt = Filter(prefix, pred.label, pred.field)
-        if not self.ready:
-            if opts.limit > 0 and filt.everything:
-                return await self._list_storage("not-ready", prefix, opts, pred)
+        route = self._list_route(opts, filt.everything)
+        if route.kind == _UNREADY_STORAGE:
+            return await self._list_storage("not-ready", prefix, opts, pred)
+        if route.kind == _UNREADY:
             raise self._not_ready()
-        rv_text = opts.resource_version
-        limit = opts.limit
-        start = filt.key_prefix
-        if opts.continue_token:
-            token = decode_continue(opts.continue_token)
-            start = filt.key_prefix + token.start
-            if token.revision == -1:
-                if not await self.wait_fresh():
-                    return await self._list_storage("consistent-read-timeout", prefix, opts, pred)
-                return self._list_current(filt, start, limit)
-            await self.wait_for_rv(token.revision)  # a page-one from storage may be ahead of the cache
-            listed = self._list_at(token.revision, filt, start, limit)
-            return listed if listed is not None else \
-                await self._list_storage("snapshot-not-retained", prefix, opts, pred)
-        if rv_text == "":
+        start = filt.key_prefix + route.start
+        limit = opts.limit if route.paged else 0
+        if route.kind == _CONSISTENT:
             if not await self.wait_fresh():
                 return await self._list_storage("consistent-read-timeout", prefix, opts, pred)
             return self._list_current(filt, start, limit)
-        if rv_text == "0":
-            return self._list_current(filt, start, 0)
-        rv = int(rv_text)
-        match = opts.resource_version_match
-        if match == "Exact" or (not match and limit > 0):
-            await self.wait_for_rv(rv)
-            listed = self._list_at(rv, filt, start, limit)
+        await self.wait_for_rv(route.rv)  # a page one from storage may be ahead of the cache
+        if route.kind == _AT:
+            listed = self._list_at(route.rv, filt, start, limit)
             return listed if listed is not None else \
                 await self._list_storage("snapshot-not-retained", prefix, opts, pred)
-        await self.wait_for_rv(rv)
         return self._list_current(filt, start, limit)
+
+    def _list_route(self, opts: ListOptions, everything: bool) -> _Route:
+        """How ``get_list`` answers ``opts``, decided without waiting; BadRequest for a bad continue token."""
+        if not self.ready:
+            return _Route(_UNREADY_STORAGE if opts.limit > 0 and everything else _UNREADY)
+        rv_text = opts.resource_version
+        if opts.continue_token:
+            token = decode_continue(opts.continue_token)
+            if token.revision == -1:
+                return _Route(_CONSISTENT, start=token.start)
+            return _Route(_AT, token.revision, token.start)
+        if rv_text == "":
+            return _Route(_CONSISTENT)
+        if rv_text == "0":
+            return _Route(_CURRENT, paged=False)
+        rv = int(rv_text)
+        match = opts.resource_version_match
+        if match == "Exact" or (not match and opts.limit > 0):
+            return _Route(_AT, rv)
+        return _Route(_CURRENT, rv)
+
+    def lists_from_cache(self, opts: ListOptions, everything: bool) -> bool:
+        """Whether ``get_list`` would answer ``opts`` from the cache (its state or a snapshot), judged now.
+
+        The same route ``get_list`` takes (what APF's LIST estimate asks): only a consistent read that
+        times out, or a snapshot the window loses while the LIST waits, would still go to storage.
+        ``everything``: the LIST has no label or field selector.
+        """
+        try:
+            route = self._list_route(opts, everything)
+        except (errors.StatusError, ValueError):
+            return False  # refused before anything is read
+        return route.kind in (_CONSISTENT, _CURRENT) or route.kind == _AT and self._retains(route.rv)
+
+    def _retains(self, rv: int) -> bool:
+        """The state at ``rv`` can be had from the cache: it is now or later, or the window reaches back to it."""
+        return rv >= self.rv or self.ring.covers(rv)
 
     async def _list_storage(self, reason: str, prefix: str, opts: ListOptions,
                             pred: Predicate[Entry]) -> ListResult[Entry]:
@@ -296,10 +334,10 @@ class Cacher:
 
     def _list_at(self, rv: int, filt: Filter, start: str, limit: int) -> ListResult[Entry] | None:
         """The LIST at ``rv``; None when the window no longer reaches back to it."""
+        if not self._retains(rv):
+            return None
         if rv >= self.rv:
             return self._collect(self.store, self.rv if rv > self.rv else rv, filt, start, limit, "cache")
-        if not self.ring.covers(rv):
-            return None
         snapshot = Snapshot.rewind(self.store, self.ring.events_after(rv))
         return self._collect(snapshot, rv, filt, start, limit, "snapshot")
 
@@ -373,6 +411,20 @@ class Cacher:
     def entry(self, key: str) -> Entry | None:
         """The cached entry at ``key`` (the current state; see ``wait_for_rv``)."""
         return self.store.get(key)
+
+    def object_stats(self) -> tuple[int, int]:
+        """(objects, their average served size in bytes) now: kube's storage Stats, from the cache's own sums."""
+        count = len(self.store)
+        return count, (self.store.total_bytes // count if count else 0)
+
+    def watch_count(self, prefixes: Sequence[str], name: str) -> int:
+        """How many watchers a write of object ``name`` under ``prefixes`` would be offered to (kube's tracker).
+
+        Counted: the watchers of everything under a prefix, and those of that one object. A watcher
+        registered under an indexed field's value is offered only the events of objects with that
+        value, which a request does not tell before it is decoded: as kube's tracker, it is not counted.
+        """
+        return self._watch_counts.count(prefixes, name)
 
     # ------------------------------------- the storage protocol, passed through
 
@@ -462,6 +514,8 @@ class Cacher:
         self._watchers.add(watcher)
         if hint is not None:
             self._triggered.setdefault(hint, set()).add(watcher)
+        else:
+            self._watch_counts.add(WatchCounts.key(filt))
         self.metrics.registered_watchers.labels(group=self.group, version="", kind=self.kind).inc()
         return WatchStart(watcher, entries, catch_up, Bookmark(start_rv, initial_events_end=True)
                           if end_bookmark else None)
@@ -469,7 +523,9 @@ class Cacher:
     def unregister(self, watcher: Watcher) -> None:
         if watcher in self._watchers:
             self._watchers.discard(watcher)
-            if watcher.trigger is not None:
+            if watcher.trigger is None:
+                self._watch_counts.remove(WatchCounts.key(watcher.filter))
+            else:
                 group = self._triggered.get(watcher.trigger)
                 if group is not None:
                     group.discard(watcher)

@@ -58,9 +58,15 @@ class CacheStore:
         self._labels = MatchTable()
         self._slots: dict[str, int] = {}  # key -> its row in _labels
         self._slot_keys: list[str] = []  # row -> key (stale for a freed row)
+        self._bytes = 0  # the sum of every entry's ``data`` size, kept as entries are put and deleted
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def total_bytes(self) -> int:
+        """The size of every entry's served form together (APF's size-based LIST estimate reads it)."""
+        return self._bytes
 
     @property
     def indexed_fields(self) -> tuple[str, ...]:
@@ -75,8 +81,10 @@ class CacheStore:
         self._labels = MatchTable()
         self._slots = {}
         self._slot_keys = []
+        self._bytes = 0
         for e in self._entries.values():
             self._add_row(e)
+            self._bytes += len(e.data)
         for f, index in self._indexes.items():
             index.clear()
             for e in entries:
@@ -91,8 +99,11 @@ class CacheStore:
         self._reindex(entry.key, prev, entry)
         if prev is None:
             self._add_row(entry)
-        elif prev.labels != entry.labels:
-            self._labels.update(self._slots[entry.key], entry.labels)
+            self._bytes += len(entry.data)
+        else:
+            self._bytes += len(entry.data) - len(prev.data)
+            if prev.labels != entry.labels:
+                self._labels.update(self._slots[entry.key], entry.labels)
         return prev  # type: ignore[no-any-return]
 
     def delete(self, key: str) -> Entry | None:
@@ -100,6 +111,7 @@ class CacheStore:
         if prev is not None:
             self._reindex(key, prev, None)
             self._labels.remove(self._slots.pop(key))
+            self._bytes -= len(prev.data)
         return prev  # type: ignore[no-any-return]
 
     def _add_row(self, entry: Entry) -> None:

@@ -44,6 +44,44 @@ class Filter:
         return None
 
 
+class WatchCounts:
+    """Watchers by (key prefix, exact name): how many a write of one object would be offered to.
+
+    kube's watch tracker (APF's mutating estimate): selectors other than the name are not looked
+    at, as the event must be judged against them anyway. Changed only as watches come and go.
+    """
+
+    __slots__ = ("_counts",)
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, str], int] = {}
+
+    @staticmethod
+    def key(filt: Filter) -> tuple[str, str]:
+        name = filt.field.exact_value("metadata.name") if filt.field is not None else None
+        return filt.key_prefix, name or ""
+
+    def add(self, key: tuple[str, str]) -> None:
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def remove(self, key: tuple[str, str]) -> None:
+        left = self._counts.get(key, 0) - 1
+        if left > 0:
+            self._counts[key] = left
+        else:
+            self._counts.pop(key, None)
+
+    def count(self, prefixes: Sequence[str], name: str) -> int:
+        """Watchers of everything under one of ``prefixes``, and of the object ``name`` there (if given)."""
+        counts = self._counts
+        total = 0
+        for prefix in prefixes:
+            total += counts.get((prefix, ""), 0)
+            if name:
+                total += counts.get((prefix, name), 0)
+        return total
+
+
 @dataclass(frozen=True, slots=True)
 class Bookmark:
     """A bookmark at ``revision`` for one watcher; its bytes are made by whoever writes the watch."""

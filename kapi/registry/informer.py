@@ -271,16 +271,21 @@ class Informer:
         self._replace(page.items)
         revision = page.revision
         del page
+        watched = (self.prefix, "")  # a watcher of the whole resource (APF's mutating estimate counts it)
         async with storage.watch(self.prefix, revision) as events:
-            async for ev in events:
-                if ev.type == "PROGRESS":
-                    continue
-                if ev.value is None:
-                    last = KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision) \
-                        if ev.prev_value is not None else None
-                    self._gone(ev.key, last)
-                else:
-                    self._put(KeyValue(ev.key, ev.value, ev.revision, ev.create_revision))
+            self.registry.storage_watches.add(watched)
+            try:
+                async for ev in events:
+                    if ev.type == "PROGRESS":
+                        continue
+                    if ev.value is None:
+                        last = KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision) \
+                            if ev.prev_value is not None else None
+                        self._gone(ev.key, last)
+                    else:
+                        self._put(KeyValue(ev.key, ev.value, ev.revision, ev.create_revision))
+            finally:
+                self.registry.storage_watches.remove(watched)
 
     # ------------------------------------------------------- state, handlers
 

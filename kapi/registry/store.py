@@ -18,10 +18,11 @@ import trio
 
 from kapi import errors
 from kapi.cacher.cache import Cacher
+from kapi.cacher.watcher import WatchCounts
 from kapi.encoding import codec
 from kapi.metrics import Metrics
 from kapi.object import meta
-from kapi.object.listopts import ListOptions
+from kapi.object.listopts import ListOptions, parse_int64
 from kapi.object.managedfields.update import reset_fields_for, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
@@ -38,6 +39,13 @@ Mutate = Callable[[Obj], Obj]
 log = logging.getLogger("kapi.registry")
 
 _GUARANTEED_UPDATE_TRIES = 16
+
+# The object counts of resources without a watch cache (kube's store count poll and object count tracker)
+OBJECT_COUNT_PERIOD_S = 60.0  # kube's --etcd-count-metric-poll-period default
+OBJECT_COUNT_STALE_S = 180.0  # kube's staleTolerationThreshold: older counts read as the worst case
+OBJECT_SIZE_SAMPLE = 100  # stored values whose sizes give a count's average
+# What a stale count reads as (kube's list estimator: infiniteObjectCount objects of maxObjectSize)
+STALE_OBJECT_STATS = (1_000_000_000, 1_500_000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +81,11 @@ class Registry:
     _written: dict[tuple[str, str], int] = field(default_factory=dict)  # see wrote()
     _allocations: dict[tuple[str, str], Allocation] = field(default_factory=dict)  # see _allocation
     _reported: set[tuple[str, int]] = field(default_factory=set)  # corrupt (key, revision) pairs logged
+    # Storage watches (resources without a watch cache, in-process informers), as the cachers count theirs
+    storage_watches: WatchCounts = field(default_factory=WatchCounts)
+    # (group, resource) -> (objects, average stored bytes, trio time counted): see track_object_counts
+    _object_counts: dict[tuple[str, str], tuple[int, int, float]] = field(default_factory=dict)
+    _by_group_resource: tuple[int, dict[tuple[str, str], Resource]] = field(default_factory=lambda: (-1, {}))
 
     # ------------------------------------------------------------ helpers
 
@@ -509,9 +522,100 @@ class Registry:
         return watching.watch(self, res, namespace, opts, initial_filter, metadata_only)
 
     async def watch_lines(self, res: Resource, namespace: str, opts: ListOptions, deadline: float,
-                          proto: bool = False) -> AsyncIterator[bytes]:
-        """Open a watch for the API: an iterator of event lines, ready to send (see ``watching``)."""
-        return await watching.watch_lines(self, res, namespace, opts, deadline, proto)
+                          proto: bool = False, initialized: Callable[[], None] | None = None
+                          ) -> AsyncIterator[bytes]:
+        """Open a watch for the API: an iterator of event lines, ready to send (see ``watching``).
+
+        ``initialized``: called once the initial events have been handed off (see ``watching.watch_lines``).
+        """
+        return await watching.watch_lines(self, res, namespace, opts, deadline, proto, initialized)
+
+    # ------------------- what APF's work estimates read (kapi.chain.flowcontrol.estimate.ObjectStats)
+
+    def _resource_of(self, group: str, resource: str) -> Resource | None:
+        """A served resource by group and plural (any version: they share storage)."""
+        generation, index = self._by_group_resource
+        if generation != self.table.generation:
+            index = {}
+            for r in self.table.resources:
+                index.setdefault((r.group, r.resource), r)
+            self._by_group_resource = (self.table.generation, index)
+        return index.get((group, resource))
+
+    def object_stats(self, group: str, resource: str) -> tuple[int, int] | None:
+        """(objects, average bytes) of a resource: its watch cache's own sums, else the last storage count.
+
+        None when nothing is known (kube: not found); a count not refreshed for 3 minutes reads
+        as kube's stale worst case. The cache's sizes are of what a LIST sends (the served JSON).
+        """
+        cacher = self.cachers.get((group, resource))
+        if cacher is not None and cacher.ready:
+            return cacher.object_stats()
+        counted = self._object_counts.get((group, resource))
+        if counted is None:
+            return None
+        count, average, at = counted
+        if trio.current_time() - at > OBJECT_COUNT_STALE_S:
+            return STALE_OBJECT_STATS
+        return count, average
+
+    def watch_count(self, group: str, resource: str, namespace: str, name: str) -> int:
+        """Watchers a write of ``name`` in ``namespace`` would be offered to (kube's GetInterestedWatchCount):
+
+        those of the whole resource, of the namespace and of that object (``name`` "" for a create),
+        on its watch cache and on storage.
+        """
+        res = self._resource_of(group, resource)
+        if res is None:
+            return 0
+        prefixes = [self.prefix(res, "")]
+        if namespace and res.namespaced:
+            prefixes.append(self.prefix(res, namespace))
+        count = self.storage_watches.count(prefixes, name)
+        cacher = self.cachers.get((group, resource))
+        if cacher is not None:
+            count += cacher.watch_count(prefixes, name)
+        return count
+
+    def lists_from_cache(self, group: str, resource: str, query: dict[str, str]) -> bool:
+        """Whether a LIST with ``query`` would be answered by the watch cache (the route the cacher takes)."""
+        cacher = self.cachers.get((group, resource))
+        if cacher is None:
+            return False
+        try:
+            limit = max(parse_int64(query["limit"]), 0) if query.get("limit") else 0
+        except errors.BadRequest:
+            return False  # refused before anything is read
+        opts = ListOptions(resource_version=query.get("resourceVersion", ""),
+                           resource_version_match=query.get("resourceVersionMatch", ""), limit=limit,
+                           continue_token=query.get("continue", ""))
+        return cacher.lists_from_cache(opts, not query.get("labelSelector") and not query.get("fieldSelector"))
+
+    async def track_object_counts(self, *, period_s: float = OBJECT_COUNT_PERIOD_S,
+                                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Count the objects of every stored resource without a watch cache, every ``period_s`` (kube's count poll)."""
+        task_status.started()
+        while True:
+            await self.refresh_object_counts()
+            await trio.sleep(period_s)
+
+    async def refresh_object_counts(self) -> None:
+        """One round of ``track_object_counts``: a count, and the sizes of a first page for the average."""
+        counted: dict[str, tuple[int, int, float]] = {}
+        for res in self.table.resources:
+            if res.virtual or (res.group, res.resource) in self.cachers:
+                continue
+            prefix = self.prefix(res, "")
+            if prefix not in counted:
+                try:
+                    count = await self.storage.count(prefix)
+                    sample = (await self.storage.list(prefix, limit=OBJECT_SIZE_SAMPLE)).items
+                except errors.StorageError as exc:
+                    log.info("object count of %s: %s", res.qualified, exc)  # goes stale as kube's
+                    continue
+                average = sum(len(kv.value) for kv in sample) // len(sample) if sample else 0
+                counted[prefix] = (count, average, trio.current_time())
+            self._object_counts[(res.group, res.resource)] = counted[prefix]
 
     # ---------------------------------------------------------- bootstrap
 

@@ -14,7 +14,7 @@ import trio
 
 from kapi import errors
 from kapi.cacher.cache import Cacher, WatchStart
-from kapi.cacher.watcher import Filter, WatchItem
+from kapi.cacher.watcher import Filter, WatchCounts, WatchItem
 from kapi.encoding import codec
 from kapi.encoding.watchlines import WatchLines, error_event, object_event
 from kapi.object import meta
@@ -32,7 +32,8 @@ DECODE_CHUNK = 500  # a storage watch's initial objects are decoded this many at
 
 def watch(reg: Registry, res: Resource, namespace: str, opts: ListOptions,
           initial_filter: Callable[[bytes], bool] | None = None,
-          metadata_only: bool = False) -> AsyncIterator[tuple[str, Obj]]:
+          metadata_only: bool = False, initialized: Callable[[], None] | None = None
+          ) -> AsyncIterator[tuple[str, Obj]]:
     """Watch events from storage with selector transitions (SEMANTICS §2.1, §2.5).
 
     rv unset or "0": ADDED for every current object, then changes; rv=N: changes after N.
@@ -40,6 +41,7 @@ def watch(reg: Registry, res: Resource, namespace: str, opts: ListOptions,
     the initial ADDED events without being decoded (later changes all come).
     ``metadata_only``: each object is ``{"metadata": ...}`` alone (no managedFields), decoded
     at a fraction of the cost, for controllers that read only metadata (no selectors then).
+    ``initialized``: called once the initial events have been taken (at once when there are none).
 
     The options are checked here, before the first event is asked for: a bad selector or
     resourceVersion is a 400 before the response starts, not a stream cut after its 200.
@@ -51,12 +53,13 @@ def watch(reg: Registry, res: Resource, namespace: str, opts: ListOptions,
     if opts.resource_version not in ("", "0"):
         from_rev = meta.parse_resource_version(opts.resource_version)
     return _watch_events(reg, res, reg.prefix(res, namespace), sel, from_rev, initial_filter,
-                        reg.decode_metadata if metadata_only else reg.decode)
+                        reg.decode_metadata if metadata_only else reg.decode, initialized)
 
 
 async def _watch_events(reg: Registry, res: Resource, prefix: str, sel: Selection, from_rev: int | None,
                         initial_filter: Callable[[bytes], bool] | None,
-                        decode: Callable[[Resource, KeyValue], Obj]) -> AsyncIterator[tuple[str, Obj]]:
+                        decode: Callable[[Resource, KeyValue], Obj],
+                        initialized: Callable[[], None] | None) -> AsyncIterator[tuple[str, Obj]]:
     if from_rev is None:
         page = await reg.storage.list(prefix)
         from_rev = page.revision
@@ -75,40 +78,52 @@ async def _watch_events(reg: Registry, res: Resource, prefix: str, sel: Selectio
         if large:
             # The stored bytes of the whole list are garbage now: give their pages back.
             codec.release_free_memory()
+    if initialized is not None:
+        initialized()  # resumed after the last initial event: the consumer has taken them all
+    # Counted as a watcher of what it watches while it watches (APF's mutating estimate reads it).
+    counted = WatchCounts.key(Filter(prefix, sel.label, sel.field))
     try:
         async with reg.storage.watch(prefix, from_rev) as events:
-            async for ev in events:
-                if ev.type == "PROGRESS":
-                    continue
-                # A corrupt value is seen as absent: an object that turns corrupt goes (DELETED
-                # with its last good state), one that turns good again comes back (ADDED).
-                new = reg.decoded_match(res, sel, KeyValue(ev.key, ev.value, ev.revision,
-                                                             ev.create_revision), decode) \
-                    if ev.value is not None else None
-                old = reg.decoded_match(res, sel, KeyValue(ev.key, ev.prev_value, ev.revision,
-                                                             ev.create_revision), decode) \
-                    if ev.prev_value is not None else None
-                if new is not None and (ev.type == "ADDED" or old is None):
-                    yield "ADDED", new
-                elif new is not None:
-                    yield "MODIFIED", new
-                elif old is not None:
-                    yield "DELETED", old
+            reg.storage_watches.add(counted)
+            try:
+                async for ev in events:
+                    if ev.type == "PROGRESS":
+                        continue
+                    # A corrupt value is seen as absent: an object that turns corrupt goes (DELETED
+                    # with its last good state), one that turns good again comes back (ADDED).
+                    new = reg.decoded_match(res, sel, KeyValue(ev.key, ev.value, ev.revision,
+                                                                 ev.create_revision), decode) \
+                        if ev.value is not None else None
+                    old = reg.decoded_match(res, sel, KeyValue(ev.key, ev.prev_value, ev.revision,
+                                                                 ev.create_revision), decode) \
+                        if ev.prev_value is not None else None
+                    if new is not None and (ev.type == "ADDED" or old is None):
+                        yield "ADDED", new
+                    elif new is not None:
+                        yield "MODIFIED", new
+                    elif old is not None:
+                        yield "DELETED", old
+            finally:
+                reg.storage_watches.remove(counted)
     except errors.RevisionCompacted as exc:
         gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
         yield "ERROR", gone.to_status()
 
 
 async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOptions, deadline: float,
-                      proto: bool = False) -> AsyncIterator[bytes]:
+                      proto: bool = False, initialized: Callable[[], None] | None = None) -> AsyncIterator[bytes]:
     """Open a watch for the API: an iterator of newline-delimited JSON events, ready to send.
 
     Refusals that happen before the stream starts (429 while the cache initialises) raise;
     those kube-apiserver reports inside the stream (410, 504) become one ERROR event.
+    ``initialized`` (APF frees a watch's seats then) is called once, when the writer comes back
+    for more after the initial events, the window catch-up and the end bookmark: they have been
+    handed off. A watch with none of them calls it when its stream starts. Never per event.
     """
     cacher = reg.cachers.get((res.group, res.resource))
     if cacher is None:
-        return _storage_watch_lines(watch(reg, res, namespace, opts), reg.schema if proto else None)
+        return _storage_watch_lines(watch(reg, res, namespace, opts, initialized=initialized),
+                                    reg.schema if proto else None)
     sel = reg.selection(res, opts)
     if opts.resource_version not in ("", "0"):
         meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
@@ -116,8 +131,11 @@ async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOp
     try:
         start = await cacher.open_watch(opts, filt, deadline)
     except (errors.Gone, errors.ServerTimeout) as err:
+        if initialized is not None:
+            initialized()  # no initial events: the stream is this one line
         return _one_line(error_event(err.to_status(), reg.schema if proto else None))
-    return _CachedWatchLines(cacher, start, WatchLines(res.kind, res.group_version, reg.schema), proto)
+    return _CachedWatchLines(cacher, start, WatchLines(res.kind, res.group_version, reg.schema), proto,
+                             initialized)
 
 
 WATCH_BATCH_BYTES = 256 * 1024  # initial events go out in writes of about this size
@@ -140,10 +158,11 @@ async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]],
 class _CachedWatchLines:
     """A cached watch's lines; closing it unregisters the watcher even if it was never read."""
 
-    def __init__(self, cacher: Cacher, start: WatchStart, lines: WatchLines, proto: bool) -> None:
+    def __init__(self, cacher: Cacher, start: WatchStart, lines: WatchLines, proto: bool,
+                 initialized: Callable[[], None] | None = None) -> None:
         self._cacher = cacher
         self._watcher = start.watcher
-        self._lines = _cached_watch_lines(cacher, start, lines, proto)
+        self._lines = _cached_watch_lines(cacher, start, lines, proto, initialized)
 
     def __aiter__(self) -> _CachedWatchLines:
         return self
@@ -158,8 +177,8 @@ class _CachedWatchLines:
             self._cacher.unregister(self._watcher)
 
 
-async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines,
-                              proto: bool) -> AsyncIterator[bytes]:
+async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines, proto: bool,
+                              initialized: Callable[[], None] | None) -> AsyncIterator[bytes]:
     """Initial events, the window catch-up, the end bookmark, then live events; queued ones go in one write."""
     w = start.watcher
     try:
@@ -177,6 +196,8 @@ async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines
             batch.append(enc.queued((start.end_bookmark,), proto))
         if any(batch):
             yield b"".join(batch)
+        if initialized is not None:
+            initialized()  # resumed after the last initial write: the writer has taken them all
         async for item in w.receive:
             items: list[WatchItem] = [item]
             while True:
