@@ -24,11 +24,11 @@ waiting is ``Ticket.wait`` on a trio.Event of its own.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -72,7 +72,7 @@ _DECAY_PER_S = math.log(2) / FLOW_HALF_LIFE_S
 _WAITING, _EXECUTING, _FINISHED, _REJECTED = range(4)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class SeatDemandStats:
     """The seats a level could use (in use + waiting) since the last reading: kube's IntegratorResults."""
 
@@ -130,15 +130,16 @@ class _FlowSchemaMetrics:
                  "executing_requests", "executing_seats", "wait_executed", "_wait_rejected", "execution",
                  "_execution_watch", "_rejected", "_no_accommodation")
 
-    def __init__(self, m: Metrics, pl: str, fs: str) -> None:
+    def __init__(self, m: Metrics, pl: str, fs: str, exempt: bool) -> None:
         self._m, self._pl, self._fs = m, pl, fs
         self.dispatched = m.apf_dispatched.labels(pl, fs)
-        self.inqueue_requests = m.apf_inqueue_requests.labels(pl, fs)
-        self.inqueue_seats = m.apf_inqueue_seats.labels(pl, fs)
-        self.queue_length = m.apf_queue_length_after_enqueue.labels(pl, fs)
         self.executing_requests = m.apf_executing_requests.labels(pl, fs)
         self.executing_seats = m.apf_executing_seats.labels(pl, fs)
-        self.wait_executed = m.apf_wait_duration.labels(pl, fs, "true")
+        if not exempt:  # an exempt level's requests never queue: no series of queuing for them
+            self.inqueue_requests = m.apf_inqueue_requests.labels(pl, fs)
+            self.inqueue_seats = m.apf_inqueue_seats.labels(pl, fs)
+            self.queue_length = m.apf_queue_length_after_enqueue.labels(pl, fs)
+            self.wait_executed = m.apf_wait_duration.labels(pl, fs, "true")
         self.execution = m.apf_execution_seconds.labels(pl, fs, "regular")
         self._wait_rejected: Any = None
         self._execution_watch: Any = None
@@ -282,7 +283,7 @@ class Ticket:
         raise Rejected(self._reason)
 
     def finish(self) -> None:
-        """Free the initial seats (final seats are held ``additional_latency_s`` more); a waiting ticket leaves its queue."""
+        """Free the seats (final seats are held ``additional_latency_s`` more); a waiting ticket leaves its queue."""
         state = self._state
         if state == _EXECUTING:
             self._state = _FINISHED
@@ -370,7 +371,7 @@ class QueueSet:
             if config.queues > len(self._queues):
                 self._queues.extend(_Queue(i) for i in range(len(self._queues), config.queues))
             else:
-                self._drop_empty_surplus()
+                self._drop_empty_surplus(config.queues)
         elif not self._exempt:
             config = QueuingConfig(config.name, 0, self._config.queue_length_limit, self._config.hand_size)
             self._drop_empty_surplus(0)
@@ -379,13 +380,24 @@ class QueueSet:
         self._dealer = dealer
         self._dispatch_as_much_as_possible(now)
 
-    def _drop_empty_surplus(self, desired: int | None = None) -> None:
-        desired = self._config.queues if desired is None else desired
+    def _drop_empty_surplus(self, desired: int) -> None:
+        """kube's attrition: queues beyond the desired number go once empty (the last ones first)."""
         queues = self._queues
-        while len(queues) > desired and queues[-1].length == 0 and not queues[-1].executing:
-            queues.pop()
-        if self._robin >= len(queues):
-            self._robin = len(queues) - 1
+        surplus = len(queues) - desired
+        if surplus <= 0:
+            return
+        last = queues[self._robin] if 0 <= self._robin < len(queues) else None
+        kept: list[_Queue] = []
+        for queue in reversed(queues):
+            if surplus and queue.length == 0 and not queue.executing:
+                surplus -= 1
+            else:
+                kept.append(queue)
+        kept.reverse()
+        for index, queue in enumerate(kept):
+            queue.index = index
+        self._queues = kept
+        self._robin = last.index if last is not None and last in kept else min(self._robin, len(kept) - 1)
 
     def quiesce(self) -> None:
         """Its level left the configuration: new requests are refused; the controller drops it once idle."""
@@ -425,7 +437,7 @@ class QueueSet:
     # ------------------------------------------------------------------ requests
 
     def _flow_schema_metrics(self, fs: str) -> _FlowSchemaMetrics:
-        fsm = self._fsm[fs] = _FlowSchemaMetrics(self._metrics, self.name, fs)
+        fsm = self._fsm[fs] = _FlowSchemaMetrics(self._metrics, self.name, fs, self._exempt)
         return fsm
 
     def _flow(self, fs: str, distinguisher: str, now: float) -> _Flow:
@@ -701,15 +713,8 @@ class QueueSet:
         if queue is not None:
             queue.seats_in_use -= seats
             self._queue_demand -= seats
-            queues = self._queues
-            # kube's attrition of surplus queues, once empty
-            if (len(queues) > self._config.queues and queue.length == 0 and not queue.executing
-                    and queue.index < len(queues) and queues[queue.index] is queue):
-                del queues[queue.index]
-                for later in queues[queue.index:]:
-                    later.index -= 1
-                if self._robin >= queue.index:
-                    self._robin -= 1
+            if len(self._queues) > self._config.queues and queue.length == 0 and not queue.executing:
+                self._drop_empty_surplus(self._config.queues)
 
     # ------------------------------------------------------------------ final seats
 
@@ -785,8 +790,7 @@ class QueueSet:
             d = ticket.descr
             estimate = WorkEstimate(ticket.initial_seats, ticket.final_seats, ticket.additional_latency_s)
             if include_details:
-                return RequestDump(d.flow_schema, d.distinguisher, d.arrive_time, d.start_time, estimate,
-                                   d.user, d.verb, d.path)
+                return dataclasses.replace(d, estimate=estimate)
             return RequestDump(d.flow_schema, d.distinguisher, d.arrive_time, d.start_time, estimate)
 
         queues = [QueueDump(index=q.index, requests=[request(t) for t in q.live()],
