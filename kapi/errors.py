@@ -11,7 +11,7 @@
           MethodNotAllowed 405, NotAcceptable 406, AlreadyExists 409,
           Conflict 409, Gone 410 (reason Gone or Expired),
           RequestEntityTooLarge 413, UnsupportedMediaType 415, Invalid 422,
-          TooManyRequests 429, InternalError 500, ServiceUnavailable 503,
+          TooManyRequests 429 (Throttled: plain text), InternalError 500, ServiceUnavailable 503,
           ServerTimeout 504
 
 Storage backends raise ``StorageError``; the registry turns those into
@@ -230,6 +230,11 @@ class Invalid(StatusError):
 class TooManyRequests(StatusError):
     code = 429
     reason = "TooManyRequests"
+
+
+class Throttled(TooManyRequests):
+    """kube's tooManyRequests (max-in-flight and API Priority and Fairness refusing a request): 429 with
+    ``Retry-After``, answered in plain text (Go's http.Error), not as a Status."""
 
 
 class InternalError(StatusError):

@@ -18,6 +18,7 @@ from kapi.chain.audit import Audit
 from kapi.chain.authn import Authenticator, PeerCertificates
 from kapi.chain.authz import Authorizer
 from kapi.chain.context import RequestContext, RequestInfo, new_request_info, parse_query
+from kapi.chain.flowcontrol import debug as apf_debug
 from kapi.metrics import Metrics
 from kapi.api import negotiate
 from kapi.api.discovery import Discovery
@@ -95,14 +96,16 @@ class App:
     max_requests_inflight: InitVar[int] = 0  # 0: no limit
     max_mutating_requests_inflight: InitVar[int] = 0
     audit: InitVar[Audit | None] = None  # --audit-policy-file's policy and its backends (None: no audit)
+    # API Priority and Fairness (None: the max-in-flight limits above instead); the caller runs its controller.
+    flowcontrol: InitVar[filters.FlowControl | None] = None
     chain: filters.Chain = field(init=False)  # the filters' settings and in-flight counts
     _serve: filters.Handler = field(init=False)  # the router wrapped in filters.CHAIN
 
     def __post_init__(self, authn: Authenticator, authz: Authorizer, request_timeout_s: float,
                       max_requests_inflight: int, max_mutating_requests_inflight: int,
-                      audit: Audit | None) -> None:
+                      audit: Audit | None, flowcontrol: filters.FlowControl | None) -> None:
         self.chain = filters.Chain(authn, authz, self.metrics, request_timeout_s, max_requests_inflight,
-                                   max_mutating_requests_inflight, audit=audit)
+                                   max_mutating_requests_inflight, audit=audit, flowcontrol=flowcontrol)
         self._serve = filters.build(self.chain, self._route)
 
     # ---------------------------------------------------------------- ASGI
@@ -125,6 +128,8 @@ class App:
             resp = status_response(errors.InternalError("an error on the server has prevented the request "
                                                         "from succeeding"))
         if ctx is not None:
+            if ctx.response_headers:  # the filters' (APF's PF headers), on answers and refusals alike
+                resp.headers += ctx.response_headers
             self._observe(ctx, resp.status, time.perf_counter() - started)
         # Every answer names its audit ID (kube's WithAuditInit), audited or not.
         resp.headers.append(("Audit-ID", ctx.audit_id if ctx is not None else str(uuid.uuid4())))
@@ -174,10 +179,13 @@ class App:
                              # kube's WithAuditInit: the client's Audit-ID is kept as sent, else a new UUID.
                              audit_id=headers.get("audit-id") or str(uuid.uuid4()), received_ns=time.time_ns())
         if method not in _BODY_METHODS:
+            if scope["type"] == "http":
+                ctx.until_disconnect = partial(_until_disconnect, receive)
             return ctx, None
         # Read only when a handler asks, after authorization, and within the request's deadline.
         body = _Body(receive, self.max_body_bytes)
         ctx.body_reader = body.read
+        ctx.until_disconnect = body.until_disconnect
         return ctx, body
 
     # -------------------------------------------------------------- router
@@ -208,6 +216,11 @@ class App:
             return self._discovery(ctx, core=False)
         if path.startswith("/openapi/"):
             return self._openapi(ctx, path)
+        if path.startswith(apf_debug.PATH_PREFIX) and self.chain.flowcontrol is not None:
+            dumps = self.chain.flowcontrol.controller.dump(bool(ctx.query.get("includeRequestDetails")))
+            text = apf_debug.render(path.removeprefix(apf_debug.PATH_PREFIX), dumps, ctx.query)
+            if text is not None:
+                return text_response(text)
         body = None
         if info.api_prefix == "api" and info.version:
             body = self.discovery.resource_list("", info.version)
@@ -287,38 +300,63 @@ def _metric_verb(info: RequestInfo) -> str:
                                                                                              info.verb.upper())
 
 
+async def _until_disconnect(receive: Any) -> None:
+    """Return when the client has gone away (a request without a body: its one empty message is dropped)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 @dataclass
 class _Body:
-    """A request body as ASGI delivers it: read whole when a handler asks, or discarded after the answer."""
+    """A request body as ASGI delivers it: read whole when a handler asks, or discarded after the answer.
+
+    A request waiting in an APF queue receives it ahead (``until_disconnect``): what came is kept
+    for ``read``, so the connection is not stalled by a body nobody receives while it waits.
+    """
 
     receive: Any
     limit: int  # --max-body-bytes: a larger body is 413
     ended: bool = False  # its last message (or the client's disconnect) has been received
+    disconnected: bool = False
+    _chunks: list[bytes] = field(default_factory=list)  # received so far, not yet read
+    _size: int = 0
+
+    async def _receive_one(self) -> None:
+        message = await self.receive()
+        if message["type"] == "http.disconnect":
+            self.ended = self.disconnected = True
+            return
+        chunk = message.get("body", b"")
+        self._size += len(chunk)
+        # Known before any refusal: a body whose last message came needs no discarding after the answer.
+        self.ended = not message.get("more_body", False)
+        if self._size > self.limit:
+            self._chunks.clear()  # refused whole (413): nothing more is kept
+        elif chunk:
+            self._chunks.append(chunk)
 
     async def read(self) -> bytes:
-        chunks: list[bytes] = []
-        size = 0
         while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                self.ended = True
+            if self.disconnected:
                 raise errors.BadRequest("client disconnected")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            # Known before any refusal: a body whose last message came needs no discarding after the answer.
-            self.ended = not message.get("more_body", False)
-            if size > self.limit:
+            if self._size > self.limit:
                 raise errors.RequestEntityTooLarge(f"Request entity too large: limit is {self.limit}")
-            chunks.append(chunk)
             if self.ended:
-                return b"".join(chunks)
+                return b"".join(self._chunks)
+            await self._receive_one()
+
+    async def until_disconnect(self) -> None:
+        """Receive the rest of the body (kept for ``read``), then return when the client goes away."""
+        while not self.disconnected:
+            await self._receive_one()
 
     async def discard(self, deadline: float) -> None:
         """Receive and drop what is left of the body, until it ends or ``deadline`` passes; nothing is kept."""
         with trio.move_on_at(deadline):
             while not self.ended:
                 message = await self.receive()
-                self.ended = message["type"] == "http.disconnect" or not message.get("more_body", False)
+                self.disconnected = message["type"] == "http.disconnect"
+                self.ended = self.disconnected or not message.get("more_body", False)
 
 
 # Control characters but the tab, which no header value may carry (h11 refuses them): each becomes a space,

@@ -41,8 +41,12 @@ def object_response(obj: Any, out: Output | None = None, status: int = 200) -> R
 
 
 def status_response(err: errors.StatusError, proto: bool = False) -> Response:
-    """The Status body of an error, in protobuf when that is what the client asked for."""
-    if proto:
+    """The Status body of an error, in protobuf when that is what the client asked for; a ``Throttled``
+    refusal as kube's tooManyRequests writes it (Go's http.Error: the message and a newline, plain text)."""
+    if isinstance(err, errors.Throttled):
+        resp = Response(err.code, (err.message + "\n").encode(), "text/plain; charset=utf-8",
+                        [("X-Content-Type-Options", "nosniff")])
+    elif proto:
         resp = Response(err.code, protobuf.encode_status(err.to_status()), PROTOBUF)
     else:
         try:

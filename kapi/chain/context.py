@@ -209,6 +209,8 @@ class RequestContext:
     # Returns when the client has gone away (the app's: it first receives the rest of the body, kept for
     # ``read_body``); a request waiting in an APF queue is cancelled by it. Default: never.
     until_disconnect: Callable[[], Awaitable[None]] = trio.sleep_forever
+    # Headers a filter adds to the answer, whatever it is (APF's X-Kubernetes-PF-*), refusals included.
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
     _info: RequestInfo | None = field(default=None, init=False, repr=False)
     _user: UserInfo | None = field(default=None, init=False, repr=False)
     _body: bytes | None = field(default=None, init=False, repr=False)

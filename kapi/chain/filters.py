@@ -9,8 +9,9 @@ edge writes it as a Status).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 import trio
 
@@ -20,10 +21,16 @@ from kapi.chain.audit.filter import audit, audit_failed_authentication
 from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer, forbidden
 from kapi.chain.context import RequestContext, new_request_info, parse_go_duration
+from kapi.chain.flowcontrol import CANCELLED, TOO_MANY_REQUESTS_MESSAGE, Rejected, RequestDump
 from kapi.chain.impersonation import impersonate
 from kapi.metrics import Metrics
 from kapi.object.access import Attributes
 from kapi.object.selectors import parse_field_terms
+
+if TYPE_CHECKING:
+    from kapi.chain.flowcontrol.controller import Controller
+    from kapi.chain.flowcontrol.estimate import Estimator
+    from kapi.chain.flowcontrol.queueset import Ticket
 
 log = logging.getLogger("kapi.chain")
 
@@ -45,6 +52,18 @@ class Chain:
     max_mutating_requests_inflight: int = 0
     inflight: dict[bool, int] = field(default_factory=lambda: {False: 0, True: 0})  # by mutating
     audit: Audit | None = None  # --audit-policy-file and its backends; None: nothing is audited
+    flowcontrol: FlowControl | None = None  # API Priority and Fairness; None: max-in-flight limits instead
+
+
+@dataclass(frozen=True, slots=True)
+class FlowControl:
+    """API Priority and Fairness as the chain uses it: the controller (classification, queues) and the estimator."""
+
+    controller: Controller
+    estimator: Estimator
+    # kube's defaultRequestWaitLimit (--request-timeout / 4): how long a request without a deadline (a
+    # watch) may wait in its queue; one with a deadline waits a quarter of it. Never more than a minute.
+    default_wait_s: float = 15.0
 
 
 Filter = Callable[[Chain, RequestContext, Handler], Awaitable[Any]]
@@ -108,10 +127,11 @@ async def impersonation(chain: Chain, ctx: RequestContext, inner: Handler) -> An
 
 
 async def limit_in_flight(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """kube's max-in-flight filter (API Priority and Fairness replaces it here next).
+    """kube's max-in-flight filter (WithMaxInFlightLimit), when API Priority and Fairness is off.
 
     At most ``max_requests_inflight`` reads and ``max_mutating_requests_inflight`` writes are served
-    at once; one more is refused at once with 429 and ``Retry-After: 1``. Long-running requests
+    at once; one more is refused at once with 429, ``Retry-After: 1`` and kube's plain-text body
+    (tooManyRequests, as APF's refusals). Long-running requests
     (watches) and system:masters are not counted. A request holds its place until its whole
     answer is sent (released by ``on_done``).
     """
@@ -122,7 +142,7 @@ async def limit_in_flight(chain: Chain, ctx: RequestContext, inner: Handler) -> 
     limit = chain.max_mutating_requests_inflight if mutating else chain.max_requests_inflight
     if limit and chain.inflight[mutating] >= limit:
         chain.metrics.rejected_inflight.labels(request_kind="mutating" if mutating else "readOnly").inc()
-        raise errors.TooManyRequests("Too many requests, please try again later.", retry_after_s=1)
+        raise errors.Throttled(TOO_MANY_REQUESTS_MESSAGE, retry_after_s=1)
     chain.inflight[mutating] += 1
 
     def release() -> None:
@@ -130,6 +150,89 @@ async def limit_in_flight(chain: Chain, ctx: RequestContext, inner: Handler) -> 
 
     ctx.on_done.append(release)
     return await inner(ctx)
+
+
+_MAX_WAIT_S = 60.0  # kube: no request waits in a queue longer than a minute
+
+
+async def flowcontrol(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
+    """kube's WithPriorityAndFairness: classify, estimate, queue fairly, then serve; max-in-flight when off.
+
+    Long-running requests other than watches bypass it. A classified request's answer, refused or
+    not, carries the FlowSchema's and priority level's UIDs. It waits in its queue until a quarter of
+    its deadline has passed since it arrived (watches: a quarter of --request-timeout; never more than
+    a minute), or until its client goes away, then is refused: 429, ``Retry-After`` from the level's
+    recent refusals (kube's dropped-requests tracker) and kube's plain-text body. Its seats are given
+    back when its answer is sent; a watch's when its initial events are handed off (whichever first).
+    """
+    apf = chain.flowcontrol
+    if apf is None:
+        return await limit_in_flight(chain, ctx, inner)
+    info = ctx.info
+    watch = info.verb == "watch"
+    if info.long_running and not watch:
+        return await inner(ctx)
+    controller = apf.controller
+    user = ctx.user
+    cls = controller.classify(user, info)
+    ctx.response_headers += cls.headers
+    level = cls.priority_level
+    estimate = apf.estimator.estimate(info, ctx.query, cls, controller.max_seats(level))
+    descr = RequestDump(cls.flow_schema, cls.distinguisher, ctx.received_ns / 1e9, None, estimate, user.name,
+                        info.verb, info.path, info.namespace, info.name, _api_version(info.group, info.version)
+                        if info.is_resource else "", info.resource, info.subresource)
+    try:
+        ticket = controller.start(cls, estimate, descr)
+        ctx.on_done.append(ticket.finish)
+        if not ticket.dispatched:
+            await _wait_in_queue(ticket, _wait_deadline(ctx, apf.default_wait_s), ctx.until_disconnect)
+    except Rejected:
+        controller.note_rejected(level)
+        mutating = info.verb not in ("get", "list", "watch")  # kube's nonMutatingRequestVerbs
+        chain.metrics.rejected_inflight.labels(request_kind="mutating" if mutating else "readOnly").inc()
+        raise errors.Throttled(TOO_MANY_REQUESTS_MESSAGE, retry_after_s=controller.retry_after_s(level)) from None
+    if watch:
+        ctx.on_watch_initialized.append(ticket.finish)
+    return await inner(ctx)
+
+
+def _api_version(group: str, version: str) -> str:
+    """Go's schema.GroupVersion.String(): ``group/version``, or the version alone for the core group."""
+    return f"{group}/{version}" if group else version
+
+
+def _wait_deadline(ctx: RequestContext, default_wait_s: float) -> float:
+    """kube's getRequestWaitContext: arrival + a quarter of the time to the request's deadline, or +
+    the default wait for one without a deadline (a watch), at most a minute; in trio time."""
+    now = trio.current_time()
+    arrival = now - max(0.0, (time.time_ns() - ctx.received_ns) / 1e9) if ctx.received_ns else now
+    limit = (ctx.deadline - arrival) / 4 if ctx.deadline is not None else default_wait_s
+    return arrival + min(limit, _MAX_WAIT_S)
+
+
+async def _wait_in_queue(ticket: Ticket, deadline: float, until_disconnect: Callable[[], Awaitable[None]]) -> None:
+    """Wait for ``ticket``'s dispatch while watching for the client to go away (it then leaves its queue,
+    counted as cancelled, and is refused as kube refuses it); Rejected(TIME_OUT) at ``deadline``."""
+    gone = False
+    rejected: Rejected | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def watch_disconnect() -> None:
+            nonlocal gone
+            await until_disconnect()
+            gone = True
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(watch_disconnect)
+        try:
+            await ticket.wait(deadline)
+        except Rejected as exc:  # raised here, not through the nursery: no exception group to split
+            rejected = exc
+        nursery.cancel_scope.cancel()
+    if rejected is not None:
+        raise rejected
+    if gone and not ticket.dispatched:
+        raise Rejected(CANCELLED)
 
 
 def attributes(ctx: RequestContext) -> Attributes:
@@ -184,14 +287,15 @@ async def authorize(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
 
 
 # Outermost first. Request info before the deadline (a watch is long-running: no deadline);
-# authenticate inside the deadline (a slow token check is bounded too) and before the in-flight
-# limit (system:masters is exempt); authorize last, so a user exists. The body is read by the
+# authenticate inside the deadline (a slow token check is bounded too) and before flow control
+# (APF classifies by the user, impersonated if so, as kube's WithPriorityAndFairness sits inside
+# WithImpersonation; max-in-flight exempts system:masters); authorize last, so a user exists. The body is read by the
 # handlers, after all of these: an unauthenticated or forbidden client never gets its body read.
 # Audit where kube's WithAudit is: after authentication (the event's user is the authenticated one;
 # a 401 is audited by audit_failed_authentication around it), before impersonation and authorization
 # (which add impersonatedUser and the decision's annotations).
 CHAIN: tuple[Filter, ...] = (recover, request_info, deadline, audit_failed_authentication, authenticate, audit,
-                             impersonation, limit_in_flight, authorize)
+                             impersonation, flowcontrol, authorize)
 
 
 def build(chain: Chain, handler: Handler, filters: Sequence[Filter] = CHAIN) -> Handler:

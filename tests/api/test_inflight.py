@@ -1,4 +1,8 @@
-"""The max-in-flight filter: reads and writes limited apart, 429 with Retry-After, masters and watches exempt."""
+"""The max-in-flight filter: reads and writes limited apart, 429 with Retry-After, masters and watches exempt.
+
+It limits when API Priority and Fairness is off (--enable-priority-and-fairness=false, issue 13); its
+refusal is kube's tooManyRequests, plain text as APF's.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ async def make_app(nursery: trio.Nursery, tmp_path: Path, reads: int, writes: in
     tokens.write_text(f'{USER},alice,uid-1,"developers"\n')
     # The user's requests must reach the in-flight limit whatever the default authorization (issue 12).
     config = Config(storage_backend="memory", max_requests_inflight=reads, max_mutating_requests_inflight=writes,
-                    token_auth_file=str(tokens), authorization_mode=("AlwaysAllow",))
+                    token_auth_file=str(tokens), authorization_mode=("AlwaysAllow",),
+                    enable_priority_and_fairness=False)
     app = build_app(config, registry, ADMIN, Health(ready=True))
     await bootstrap(registry, NamespaceController(registry))
     return app
@@ -43,6 +48,7 @@ class Call:
         self.app, self.method, self.path, self.token, self.body, self.hold = app, method, path, token, body, hold
         self.status = 0
         self.headers: dict[bytes, bytes] = {}
+        self.answer = b""
         self.started = trio.Event()
         self.done = trio.Event()
 
@@ -69,8 +75,10 @@ class Call:
                 self.started.set()
                 if self.hold is not None:
                     await self.hold.wait()  # the answer is still being sent
-            elif not message.get("more_body"):
-                self.done.set()
+            else:
+                self.answer += message.get("body", b"")
+                if not message.get("more_body"):
+                    self.done.set()
 
         await self.app(scope, receive, send)
 
@@ -84,6 +92,10 @@ async def test_one_read_in_flight_refuses_the_next_with_429(nursery: trio.Nurser
     refused = Call(app, "GET", "/api/v1/namespaces", USER)
     await refused.run()
     assert refused.status == 429 and refused.headers[b"retry-after"] == b"1"
+    # kube's tooManyRequests (http.Error): plain text, not a Status (issue 13)
+    assert refused.headers[b"content-type"] == b"text/plain; charset=utf-8"
+    assert refused.answer == b"Too many requests, please try again later.\n"
+    assert app.chain.flowcontrol is None
     # Writes have their own limit; masters and watches are not counted.
     write = Call(app, "POST", "/api/v1/namespaces/default/configmaps", USER,
                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}})

@@ -25,7 +25,7 @@ def test_chain_reads_top_down_in_kubes_order() -> None:
     issue 12: audit after authentication, its failures audited around it)."""
     assert [f.__name__ for f in filters.CHAIN] == [
         "recover", "request_info", "deadline", "audit_failed_authentication", "authenticate", "audit",
-        "impersonation", "limit_in_flight", "authorize"]
+        "impersonation", "flowcontrol", "authorize"]
 
 
 class Run:
@@ -64,7 +64,7 @@ class Run:
 
 
 ALL = ["recover", "request_info", "deadline", "audit_failed_authentication", "authenticate", "audit",
-       "impersonation", "limit_in_flight", "authorize", "handler"]
+       "impersonation", "flowcontrol", "authorize", "handler"]
 
 
 async def test_an_allowed_request_passes_every_filter_in_order_and_is_resolved() -> None:
