@@ -389,6 +389,11 @@ async def test_metrics_observed(env: Env) -> None:
     assert sample("apiserver_flowcontrol_work_estimated_seats_count", labels) == 2
     assert sample("apiserver_flowcontrol_work_estimated_seats_sum", labels) == seats + 1
     assert sample("apiserver_flowcontrol_watch_count_samples_count", labels) == 1
+    # an exempt level's requests are not estimated (kube dispatches them first)
+    exempt = Classification("exempt", "u1", "exempt", "u2", "admin", True)
+    assert est.estimate(info("GET", "/api/v1/pods"), {}, exempt, 0) == WorkEstimate(1)
+    assert sample("apiserver_flowcontrol_work_estimated_seats_count",
+                  {"priority_level": "exempt", "flow_schema": "exempt"}) is None
 
 
 # ------------------------------------------------------- the watch-initialized signal

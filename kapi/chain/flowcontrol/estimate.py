@@ -62,8 +62,11 @@ class Estimator:
         """The request's work estimate; ``max_seats`` is its priority level's (0: no limit of its own).
 
         Observes ``apiserver_flowcontrol_work_estimated_seats`` (and, for a mutation, the watch
-        count sample), as kube's filter does when it estimates.
+        count sample), as kube's filter does when it estimates. An exempt level's request is not
+        estimated (kube dispatches it before asking): one seat, nothing observed.
         """
+        if cls.exempt:
+            return WorkEstimate(MINIMUM_SEATS)
         verb = info.verb if info.is_resource else ""
         if verb == "list" or verb == "watch":
             estimate = self._list(info, query, max_seats)
