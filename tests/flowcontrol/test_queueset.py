@@ -479,3 +479,15 @@ async def test_metrics_follow_requests(autojump_clock: trio.testing.MockClock) -
     b.finish()
     assert sample(m, "apiserver_flowcontrol_dispatched_requests_total", **labels) == 2
     assert sample(m, "apiserver_flowcontrol_current_executing_seats", **labels) == 0
+
+
+async def test_hands_are_dealt_again_for_a_new_deck(autojump_clock: trio.testing.MockClock) -> None:
+    """A flow's hand is kept between its requests, and dealt again when the queues change."""
+    qs = QueueSet(QueuingConfig("pl", queues=4, queue_length_limit=10, hand_size=1), 1, metrics=Metrics())
+    running = start(qs, "a", flow_hash=5)
+    start(qs, "b", flow_hash=5)
+    assert [len(q.requests) for q in qs.dump().queues] == [0, 1, 0, 0]  # 5 % 4
+    qs.configure(QueuingConfig("pl", queues=8, queue_length_limit=10, hand_size=1), 1)
+    start(qs, "b", flow_hash=5)
+    assert [len(q.requests) for q in qs.dump().queues] == [0, 1, 0, 0, 0, 1, 0, 0]  # 5 % 8
+    running.finish()

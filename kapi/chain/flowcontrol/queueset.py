@@ -133,11 +133,14 @@ class _FlowSchemaMetrics:
     def __init__(self, m: Metrics, pl: str, fs: str, exempt: bool) -> None:
         self._m, self._pl, self._fs = m, pl, fs
         self.dispatched = m.apf_dispatched.labels(pl, fs)
-        self.executing_requests = m.apf_executing_requests.labels(pl, fs)
-        self.executing_seats = m.apf_executing_seats.labels(pl, fs)
+        # The four gauges are plain counts here, read by the gauges when scraped: no lock taken
+        # per request for them
+        self.executing_requests = self.executing_seats = self.inqueue_requests = self.inqueue_seats = 0
+        m.apf_executing_requests.labels(pl, fs).set_function(lambda: self.executing_requests)
+        m.apf_executing_seats.labels(pl, fs).set_function(lambda: self.executing_seats)
         if not exempt:  # an exempt level's requests never queue: no series of queuing for them
-            self.inqueue_requests = m.apf_inqueue_requests.labels(pl, fs)
-            self.inqueue_seats = m.apf_inqueue_seats.labels(pl, fs)
+            m.apf_inqueue_requests.labels(pl, fs).set_function(lambda: self.inqueue_requests)
+            m.apf_inqueue_seats.labels(pl, fs).set_function(lambda: self.inqueue_seats)
             self.queue_length = m.apf_queue_length_after_enqueue.labels(pl, fs)
             self.wait_executed = m.apf_wait_duration.labels(pl, fs, "true")
         self.execution = m.apf_execution_seconds.labels(pl, fs, "regular")
@@ -367,7 +370,10 @@ class QueueSet:
     def _set_config(self, config: QueuingConfig, concurrency_limit: int, now: float) -> None:
         dealer = None
         if not self._exempt and config.queues > 0:
-            dealer = Dealer(hand_size=config.hand_size, deck_size=config.queues)
+            dealer = self._dealer
+            if dealer is None or (dealer.hand_size, dealer.deck_size) != (config.hand_size, config.queues):
+                # a new dealer: every flow's hand is dealt again at its next request
+                dealer = Dealer(hand_size=config.hand_size, deck_size=config.queues)
             if config.queues > len(self._queues):
                 self._queues.extend(_Queue(i) for i in range(len(self._queues), config.queues))
             else:
@@ -529,8 +535,8 @@ class QueueSet:
         self._waiting += 1
         self._seats_waiting += max_seats
         flow.waiting += 1
-        fsm.inqueue_requests.inc()
-        fsm.inqueue_seats.inc(max_seats)
+        fsm.inqueue_requests += 1
+        fsm.inqueue_seats += max_seats
         self._bound(queue)
         fsm.queue_length.observe(queue.length)
         self._integrator.set(self._seats_in_use + self._seats_waiting, now)
@@ -567,8 +573,8 @@ class QueueSet:
         flow.dispatched += 1
         fsm = ticket._fsm
         fsm.dispatched.inc()
-        fsm.executing_requests.inc()
-        fsm.executing_seats.inc(seats)
+        fsm.executing_requests += 1
+        fsm.executing_seats += seats
         if not self._exempt:
             fsm.wait_executed.observe(0.0)
         self._integrator.set(self._seats_in_use + self._seats_waiting, now)
@@ -598,8 +604,8 @@ class QueueSet:
         flow.dispatched += 1
         fsm = ticket._fsm
         fsm.dispatched.inc()
-        fsm.executing_requests.inc()
-        fsm.executing_seats.inc(seats)
+        fsm.executing_requests += 1
+        fsm.executing_seats += seats
         fsm.wait_executed.observe(now - ticket.arrive_t)
         self._integrator.set(self._seats_in_use + self._seats_waiting, now)
         event = ticket._event
@@ -616,8 +622,8 @@ class QueueSet:
         self._seats_waiting -= ticket.waiting_seats
         ticket._flow.waiting -= 1
         fsm = ticket._fsm
-        fsm.inqueue_requests.dec()
-        fsm.inqueue_seats.dec(ticket.waiting_seats)
+        fsm.inqueue_requests -= 1
+        fsm.inqueue_seats -= ticket.waiting_seats
 
     def _dispatch_as_much_as_possible(self, now: float) -> None:
         while self._waiting and self._seats_in_use < self._limit and self._dispatch_one(now):
@@ -685,7 +691,7 @@ class QueueSet:
         now = self._sync()
         self._executing -= 1
         fsm = ticket._fsm
-        fsm.executing_requests.dec()
+        fsm.executing_requests -= 1
         service_s = now - ticket.start_t
         (fsm.execution_watch() if ticket.descr.verb == "watch" else fsm.execution).observe(service_s)
         ticket._flow.executing -= 1
@@ -707,7 +713,7 @@ class QueueSet:
     def _release(self, ticket: Ticket, now: float) -> None:
         seats = ticket.max_seats
         self._seats_in_use -= seats
-        ticket._fsm.executing_seats.dec(seats)
+        ticket._fsm.executing_seats -= seats
         self._integrator.set(self._seats_in_use + self._seats_waiting, now)
         queue = ticket._queue
         if queue is not None:
