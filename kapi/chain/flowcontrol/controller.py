@@ -29,7 +29,8 @@ from kapi.apis import flowcontrolbootstrap as boot
 from kapi.chain.flowcontrol import Classification, QueueSetDump, QueuingConfig, RequestDump, WorkEstimate
 from kapi.chain.flowcontrol.concurrency import (LevelLimits, LevelState, level_limits, max_seats,
                                                 update_borrowing)
-from kapi.chain.flowcontrol.match import FlowSchemaMatcher, compile_flow_schema, request_namespace
+from kapi.chain.flowcontrol.match import (FlowSchemaMatcher, PolicyRuleMatcher, compile_flow_schema,
+                                          request_namespace)
 from kapi.chain.flowcontrol.queueset import NoRestraint, QueueSet, Ticket
 from kapi.chain.flowcontrol.shufflesharding import Dealer, hash_flow
 from kapi.object.meta import now_rfc3339
@@ -54,6 +55,7 @@ REAP_POLL_S = 1.0  # how often a quiescing level is looked at (kube: when its la
 STATUS_RETRY_S = 1.0  # a failed status write is tried again after this
 STATUS_UPDATES_PER_MINUTE = 5  # kube's shouldDelayUpdate: a sixth write of one FlowSchema in a minute waits
 MAX_RETRY_AFTER_S = 32  # kube's maxRetryAfter
+MEMO_LIMIT = 4096  # users whose candidate FlowSchemas classify() keeps between digests
 
 # v1's defaults, for an object stored before defaulting
 _DEFAULT_SHARES = 30
@@ -159,6 +161,14 @@ class _Route:
     level_uid: str
     exempt: bool
 
+    def classification(self, user: UserInfo, namespace: str) -> Classification:
+        fs = self.schema
+        return Classification(fs.name, fs.uid, self.level, self.level_uid, fs.distinguisher(user, namespace),
+                              self.exempt)
+
+
+_Candidates = tuple[tuple[_Route, tuple[PolicyRuleMatcher, ...], Classification | None], ...]
+
 
 @dataclass(frozen=True, slots=True)
 class _StatusUpdate:
@@ -243,6 +253,7 @@ class Controller:
         self._levels: dict[str, PriorityLevel] = {}
         self._routes: tuple[_Route, ...] = ()
         self._catch_all: _Route | None = None
+        self._memo: dict[tuple[str, tuple[str, ...]], _Candidates] = {}
         self._nominal_sum = 0
         self._dropped = DroppedRequests()
         self._recent_updates: deque[tuple[float, str]] = deque()  # (trio time, FlowSchema) of status writes
@@ -253,18 +264,39 @@ class Controller:
     # ------------------------------------------------------------------ the request path
 
     def classify(self, user: UserInfo, info: RequestInfo) -> Classification:
-        """The first FlowSchema matching the request, in matching order; the catch-all one if none does."""
+        """The first FlowSchema matching the request, in matching order; the catch-all one if none does.
+
+        The FlowSchemas (and their rules) whose subjects name a user are memoised per user (name and
+        groups, at most MEMO_LIMIT users, until the next digest): a request then checks only their rules.
+        """
         namespace = request_namespace(info)
+        key = (user.name, user.groups)
+        candidates = self._memo.get(key)
+        if candidates is None:
+            candidates = self._candidates(user, key)
+        for route, rules, cls in candidates:
+            for rule in rules:
+                if rule.matches_request(info, namespace):
+                    if cls is not None:
+                        return cls
+                    return route.classification(user, namespace)
+        # Only when no FlowSchema matches system:authenticated / system:unauthenticated (kube warns)
+        assert self._catch_all is not None
+        return self._catch_all.classification(user, namespace)
+
+    def _candidates(self, user: UserInfo, key: tuple[str, tuple[str, ...]]) -> _Candidates:
+        found = []
         for route in self._routes:
-            if route.schema.matches(user, info, namespace):
-                break
-        else:
-            # Only when no FlowSchema matches system:authenticated / system:unauthenticated (kube warns)
-            route = self._catch_all  # type: ignore[assignment]
-            assert route is not None
-        fs = route.schema
-        return Classification(fs.name, fs.uid, route.level, route.level_uid, fs.distinguisher(user, namespace),
-                              route.exempt)
+            rules = route.schema.rules_for(user)
+            if rules:  # the answer made once when it does not depend on the request's namespace
+                cls = None if route.schema.distinguisher_method == "ByNamespace" else route.classification(user, "")
+                found.append((route, rules, cls))
+        candidates = tuple(found)
+        memo = self._memo
+        if len(memo) >= MEMO_LIMIT:
+            del memo[next(iter(memo))]  # the oldest entry
+        memo[key] = candidates
+        return candidates
 
     def max_seats(self, priority_level: str) -> int:
         """kube's GetMaxSeats: max(1, min(ceil(0.15·nominal), nominal div handSize)) for a queuing level;
@@ -319,20 +351,28 @@ class Controller:
         change; redistribute the concurrency limits every 10 s; write FlowSchema status."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await self._fs_informer.wait_for_sync()
-            await self._pl_informer.wait_for_sync()
+            for level in self._levels.values():  # made before, or by a run that ended: remade once idle
+                level.homed = False
+            try:
+                await self._run(nursery, task_status)
+            finally:
+                self._nursery = None
+
+    async def _run(self, nursery: trio.Nursery, task_status: trio.TaskStatus[None]) -> None:
+        await self._fs_informer.wait_for_sync()
+        await self._pl_informer.wait_for_sync()
+        self._changed = trio.Event()
+        self._digest_informers()
+        task_status.started()
+        nursery.start_soon(self._adjust_borrowing)
+        while True:
+            wait = await self._write_status()  # None, or after a failure or kube's per-minute bound
+            if any(level.quiescing for level in self._levels.values()):
+                wait = REAP_POLL_S if wait is None else min(wait, REAP_POLL_S)
+            with trio.move_on_after(math.inf if wait is None else wait):
+                await self._changed.wait()
             self._changed = trio.Event()
             self._digest_informers()
-            task_status.started()
-            nursery.start_soon(self._adjust_borrowing)
-            while True:
-                wait = await self._write_status()  # None, or after a failure or kube's per-minute bound
-                if any(level.quiescing for level in self._levels.values()):
-                    wait = REAP_POLL_S if wait is None else min(wait, REAP_POLL_S)
-                with trio.move_on_after(math.inf if wait is None else wait):
-                    await self._changed.wait()
-                self._changed = trio.Event()
-                self._digest_informers()
 
     async def _adjust_borrowing(self) -> None:
         while True:
@@ -423,6 +463,7 @@ class Controller:
         self._routes = tuple(_Route(fs, fs.priority_level, new[fs.priority_level].uid, new[fs.priority_level].exempt)
                              for fs in routes)
         self._catch_all = next(r for r in self._routes if r.schema.name == boot.FS_CATCH_ALL)
+        self._memo = {}
         self._pending_status = updates
         self._update_borrowing()
 

@@ -103,11 +103,19 @@ class PolicyRuleMatcher:
         return bool(self.service_account_namespaces) and user.name.startswith(self.service_account_namespaces)
 
     def matches(self, user: UserInfo, info: RequestInfo, namespace: str) -> bool:
-        if not self.matches_user(user):
-            return False
+        return self.matches_user(user) and self.matches_request(info, namespace)
+
+    def matches_request(self, info: RequestInfo, namespace: str) -> bool:
+        """Whether its rules match the request (its subjects aside)."""
         if info.is_resource:
-            return any(r.matches(info, namespace) for r in self.resource_rules)
-        return any(r.matches(info) for r in self.non_resource_rules)
+            for rr in self.resource_rules:
+                if rr.matches(info, namespace):
+                    return True
+            return False
+        for nr in self.non_resource_rules:
+            if nr.matches(info):
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +140,10 @@ class FlowSchemaMatcher:
             if rule.matches(user, info, namespace):
                 return True
         return False
+
+    def rules_for(self, user: UserInfo) -> tuple[PolicyRuleMatcher, ...]:
+        """Its rules whose subjects name ``user``: the schema can match the user's requests only through them."""
+        return tuple(rule for rule in self.rules if rule.matches_user(user))
 
     def distinguisher(self, user: UserInfo, namespace: str) -> str:
         """kube's computeFlowDistinguisher: the user's name (ByUser), the namespace (ByNamespace), or ""."""
