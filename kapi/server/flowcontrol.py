@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from kapi.chain.filters import FlowControl
+from kapi.chain.flowcontrol.controller import Controller
+from kapi.chain.flowcontrol.estimate import Estimator
 from kapi.config import Config
 from kapi.registry.informer import Informers
 from kapi.registry.store import Registry
@@ -18,9 +20,6 @@ def build_flowcontrol(config: Config, registry: Registry, informers: Informers |
     """
     if not config.enable_priority_and_fairness or informers is None:
         return None
-    from kapi.chain.flowcontrol.controller import Controller
-    from kapi.chain.flowcontrol.estimate import Estimator
-
     limit = config.max_requests_inflight + config.max_mutating_requests_inflight
     controller = Controller(informers, registry, server_concurrency_limit=limit, metrics=registry.metrics)
     estimator = Estimator(registry, registry.metrics, size_based=config.size_based_list_cost_estimate)

@@ -34,6 +34,7 @@ from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
+from kapi.server.flowcontrol import build_flowcontrol
 from kapi.server.https import serve_https
 from kapi.server.security import (build_audit, build_authenticator, build_authorizer, build_service_account_tokens,
                                   tls_client_cas)
@@ -112,8 +113,10 @@ def build_app(config: Config, registry: Registry, token: str, health: Health,
     """The API over ``registry``: its table and its schema are the ones the handlers, discovery and OpenAPI read.
 
     ``informers`` are the server's shared in-process informers (RBAC and the Node authorizer read
-    them); the caller runs them. ``token`` is the admin token (system:masters). ``service_accounts``
-    issues and checks service-account tokens (None: with a key made for this app alone, gone with it).
+    them); the caller runs them, then API Priority and Fairness's controller (``app.chain.flowcontrol``,
+    built only with informers and --enable-priority-and-fairness; max-in-flight otherwise). ``token``
+    is the admin token (system:masters). ``service_accounts`` issues and checks service-account tokens
+    (None: with a key made for this app alone, gone with it).
     """
     table, schema = registry.table, registry.schema
     version = dict(KUBE_VERSION, gitVersion=f"v1.33.0+kapi.{__version__}")
@@ -139,6 +142,7 @@ def build_app(config: Config, registry: Registry, token: str, health: Health,
         max_requests_inflight=config.max_requests_inflight,
         max_mutating_requests_inflight=config.max_mutating_requests_inflight,
         audit=build_audit(config, schema, registry.metrics),
+        flowcontrol=build_flowcontrol(config, registry, informers),
     )
 
 
@@ -221,6 +225,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
+        if app.chain.flowcontrol is not None:  # its configuration digested before the first request is served
+            await services.start(partial(supervise, "API Priority and Fairness", app.chain.flowcontrol.controller.run,
+                                         restart=False))
         if app.chain.audit is not None:  # its writers flush what is queued when the server stops
             await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
