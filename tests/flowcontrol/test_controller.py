@@ -339,6 +339,10 @@ async def test_borrowing_lends_idle_seats(nursery: trio.Nursery, autojump_clock:
     m = env.controller.metrics.registry
     assert m.get_sample_value("apiserver_flowcontrol_demand_seats_high_watermark", {"priority_level": "busy"}) == 30
     assert m.get_sample_value("apiserver_flowcontrol_seat_fair_frac") > 0
+    # sampled every second: 30 seats wanted of 8 or more available, so every sample is above 1
+    assert m.get_sample_value("apiserver_flowcontrol_demand_seats_count", {"priority_level": "busy"}) >= 10
+    assert m.get_sample_value("apiserver_flowcontrol_demand_seats_bucket", {"priority_level": "busy",
+                                                                            "le": "1.0"}) == 0
     for t in tickets:
         t.finish()
 

@@ -27,7 +27,7 @@ import trio
 from kapi import errors
 from kapi.apis import flowcontrolbootstrap as boot
 from kapi.chain.flowcontrol import Classification, QueueSetDump, QueuingConfig, RequestDump, WorkEstimate
-from kapi.chain.flowcontrol.concurrency import (LevelLimits, LevelState, level_limits, max_seats,
+from kapi.chain.flowcontrol.concurrency import (LevelLimits, LevelState, go_round, level_limits, max_seats,
                                                 update_borrowing)
 from kapi.chain.flowcontrol.match import (FlowSchemaMatcher, PolicyRuleMatcher, compile_flow_schema,
                                           request_namespace)
@@ -51,9 +51,10 @@ Obj = dict[str, Any]
 GROUP = "flowcontrol.apiserver.k8s.io"
 FIELD_MANAGER = "api-priority-and-fairness-config-consumer-v1"  # kube's ConfigConsumerAsFieldManager
 BORROWING_PERIOD_S = 10.0  # kube's borrowingAdjustmentPeriod
+DEMAND_SAMPLE_S = 1.0  # how often the demand_seats histogram samples each level
 REAP_POLL_S = 1.0  # how often a quiescing level is looked at (kube: when its last request finishes)
 STATUS_RETRY_S = 1.0  # a failed status write is tried again after this
-STATUS_UPDATES_PER_MINUTE = 5  # kube's shouldDelayUpdate: a sixth write of one FlowSchema in a minute waits
+STATUS_UPDATES_PER_MINUTE = 5  # kube's shouldDelayUpdate: after more than 5 writes of one FlowSchema in a minute, wait
 MAX_RETRY_AFTER_S = 32  # kube's maxRetryAfter
 MEMO_LIMIT = 4096  # users whose candidate FlowSchemas classify() keeps between digests
 
@@ -375,9 +376,23 @@ class Controller:
             self._digest_informers()
 
     async def _adjust_borrowing(self) -> None:
+        adjust_at = trio.current_time() + BORROWING_PERIOD_S
         while True:
-            await trio.sleep(BORROWING_PERIOD_S)
-            self._update_borrowing()
+            await trio.sleep(DEMAND_SAMPLE_S)
+            self._sample_demand()
+            if trio.current_time() >= adjust_at:
+                adjust_at += BORROWING_PERIOD_S
+                self._update_borrowing()
+
+    def _sample_demand(self) -> None:
+        """apiserver_flowcontrol_demand_seats: each level's seats in use + waiting ÷ its current limit (kube's
+        denominator; SCL/10 for a level at 0), sampled every second where kube integrates over time."""
+        fallback = max(1, go_round(self.server_concurrency_limit / 10))
+        for level in self._levels.values():
+            dump = level.queues.dump()
+            denominator = level.current_limit if level.current_limit > 0 else fallback
+            self.metrics.apf_demand_seats.labels(priority_level=level.name).observe(
+                (dump.seats_in_use + dump.seats_waiting) / denominator)
 
     # ------------------------------------------------------------------ digestion
 
@@ -511,7 +526,7 @@ class Controller:
 
     def _forget_metrics(self, name: str) -> None:
         m = self.metrics
-        for gauge in (m.apf_nominal_limit_seats, m.apf_lower_limit_seats, m.apf_upper_limit_seats,
+        for gauge in (m.apf_demand_seats, m.apf_nominal_limit_seats, m.apf_lower_limit_seats, m.apf_upper_limit_seats,
                       m.apf_current_limit_seats, m.apf_demand_seats_high_watermark, m.apf_demand_seats_average,
                       m.apf_demand_seats_stdev, m.apf_demand_seats_smoothed, m.apf_target_seats):
             try:
