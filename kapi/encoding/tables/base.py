@@ -175,6 +175,8 @@ class Printer:
     conditions: Callable[[Obj], list[dict[str, Any]] | None] = _no_conditions  # a row's conditions
     # kube's default table convertor appends rows to a nil slice: an empty list's rows are null.
     default: bool = False
+    # The order a list's rows print in, when the kind's printer sorts them (FlowSchemas by precedence).
+    order: Callable[[list[Obj]], list[Obj]] | None = None
 
     def column_definitions(self) -> list[dict[str, Any]]:
         """The columns as the Table sends them (fresh dicts)."""
@@ -233,6 +235,8 @@ def build_table(
         BadRequest: unknown ``includeObject``.
     """
     include = _check_include_object(include_object)
+    if printer.order is not None:
+        objs = printer.order(list(objs))
     rows: list[dict[str, Any]] | None = [
         _row(printer, obj, now, include, table_version) for obj in objs
     ]
