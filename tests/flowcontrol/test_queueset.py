@@ -28,7 +28,7 @@ from kapi.chain.flowcontrol.shufflesharding import Dealer, hash_flow
 from kapi.metrics import Metrics
 
 ONE = WorkEstimate()
-LONG = 1e6  # a deadline far away
+LONG = 1e12  # a deadline far away
 
 
 def descr(flow: str, fs: str = "fs", verb: str = "get") -> RequestDump:
@@ -55,9 +55,12 @@ async def closed_loop(qs: QueueSet, flow: str, flow_hash: int, concurrency: int,
             ticket = qs.start(estimate, flow_hash, descr(flow))
             try:
                 await ticket.wait(arrived + LONG)
-                waits.setdefault(flow, []).append(trio.current_time() - arrived)
+                began = trio.current_time()
+                waits.setdefault(flow, []).append(began - arrived)
                 await trio.sleep(service_s)
-                seat_seconds[flow] = seat_seconds.get(flow, 0.0) + estimate.initial_seats * service_s
+                # the seat-seconds used within the measured time only
+                used = max(0.0, min(trio.current_time(), until) - began)
+                seat_seconds[flow] = seat_seconds.get(flow, 0.0) + estimate.initial_seats * used
             finally:
                 ticket.finish()
 
@@ -491,3 +494,16 @@ async def test_hands_are_dealt_again_for_a_new_deck(autojump_clock: trio.testing
     start(qs, "b", flow_hash=5)
     assert [len(q.requests) for q in qs.dump().queues] == [0, 1, 0, 0, 0, 1, 0, 0]  # 5 % 8
     running.finish()
+
+
+async def test_seat_seconds_rollover(autojump_clock: trio.testing.MockClock) -> None:
+    """kube's TestSeatSecondsRollover: R wound back several times (40 quarters of 500-seat requests), still fair."""
+    quarter = 91 * 24 * 3600.0
+    qs = QueueSet(QueuingConfig("pl", queues=9, queue_length_limit=8, hand_size=1), 2000, metrics=Metrics())
+    wide = WorkEstimate(initial_seats=500)
+    seat_seconds, waits = await run_flows(qs, [("a", 0, 8, quarter, wide), ("b", 1, 7, quarter / 2, wide)],
+                                          40 * quarter)
+    assert qs._epochs >= 3  # R grows 1000 seat-seconds a second: 3·10¹¹ in all, past 2⁶⁴ units
+    # (kube: 1 %; here the measured time ends mid-cycle of requests a quarter long)
+    assert abs(seat_seconds["a"] - seat_seconds["b"]) <= 0.05 * seat_seconds["a"]
+    assert qs.dump().rejected == 0

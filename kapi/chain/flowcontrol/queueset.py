@@ -315,6 +315,7 @@ class QueueSet:
         self._dealer: Dealer | None = None
         self._queues: list[_Queue] = []
         self._r = 0  # kube's currentR, in 1e-8 seat-seconds
+        self._epochs = 0  # times R was wound back
         self._last_t = now
         self._robin = -1  # the index of the queue dispatched last
         self._active = 0  # queues with a request waiting or executing
@@ -425,6 +426,7 @@ class QueueSet:
         return now
 
     def _advance_epoch(self) -> None:
+        self._epochs += 1
         self._r -= _R_DECREMENT
         for queue in self._queues:
             if queue.length == 0 and not queue.executing:
