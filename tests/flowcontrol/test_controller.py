@@ -295,6 +295,25 @@ async def test_reconfiguration_keeps_queued_requests(nursery: trio.Nursery) -> N
         t.finish()
 
 
+async def test_only_spec_changes_reload(nursery: trio.Nursery) -> None:
+    """As kube's handlers: a level's metadata change does not reload the configuration, its spec does."""
+    env = await make_env(nursery, [])
+    await env.create_pl("work", copy.deepcopy(WORK_LEVEL))
+    await eventually(lambda: "work" in env.controller.priority_levels)
+    await trio.sleep(0.1)
+    before = env.controller.digests
+
+    def label(obj: Obj) -> Obj:
+        obj["metadata"].setdefault("labels", {})["team"] = "a"
+        return obj
+    await env.registry.guaranteed_update(PRIORITY_LEVEL_CONFIGURATIONS, "", "work", label, WriteOptions())
+    await trio.sleep(0.2)
+    assert env.controller.digests == before
+    await env.update_pl("work", lambda spec: spec["limited"].update(nominalConcurrencyShares=11))
+    await eventually(lambda: env.controller.digests > before)
+    assert env.controller.priority_levels["work"].spec.shares == 11
+
+
 async def test_removed_level_quiesces_until_idle(nursery: trio.Nursery) -> None:
     env = await make_env(nursery, [], server_limit=15)
     await env.create_pl("work", copy.deepcopy(WORK_LEVEL))

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from kapi.chain.context import RequestInfo
     from kapi.metrics import Metrics
     from kapi.object.access import UserInfo
-    from kapi.registry.informer import Informer, Informers
+    from kapi.registry.informer import Informer, Informers, Item
     from kapi.registry.store import Registry
 
 __all__ = ["Controller", "DroppedRequests", "PriorityLevel", "BORROWING_PERIOD_S", "FIELD_MANAGER"]
@@ -246,9 +246,11 @@ class Controller:
         self.server_concurrency_limit = server_concurrency_limit
         self._fs_informer: Informer = informers.informer(GROUP, "flowschemas")
         self._pl_informer: Informer = informers.informer(GROUP, "prioritylevelconfigurations")
-        for inf in (self._fs_informer, self._pl_informer):
-            inf.add_handler(on_add=self._note_change, on_update=lambda _old, _new: self._note_change(),
-                            on_delete=self._note_change)
+        # kube reloads on a PriorityLevelConfiguration's spec change and a FlowSchema's spec or status change
+        self._pl_informer.add_handler(on_add=self._note_change, on_update=self._on_update(("spec",)),
+                                      on_delete=self._note_change)
+        self._fs_informer.add_handler(on_add=self._note_change, on_update=self._on_update(("spec", "status")),
+                                      on_delete=self._note_change)
         self._changed = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._levels: dict[str, PriorityLevel] = {}
@@ -259,6 +261,7 @@ class Controller:
         self._dropped = DroppedRequests()
         self._recent_updates: deque[tuple[float, str]] = deque()  # (trio time, FlowSchema) of status writes
         self._pending_status: list[_StatusUpdate] = []
+        self.digests = 0  # configurations digested so far
         # kube's constructor digests the mandatory configuration: classification works before run()
         self._digest([], [])
 
@@ -347,6 +350,17 @@ class Controller:
     def _note_change(self, _item: Any = None) -> None:
         self._changed.set()
 
+    def _on_update(self, parts: tuple[str, ...]) -> Callable[[Item, Item], None]:
+        def on_update(old: Item, new: Item) -> None:
+            try:
+                before, after = old.object(), new.object()
+            except Exception:  # undecodable (the informer logs it): digest, which leaves it out
+                self._changed.set()
+                return
+            if any(before.get(part) != after.get(part) for part in parts):
+                self._changed.set()
+        return on_update
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Digest the configuration once both informers have synced (``started()`` then), again on every
         change; redistribute the concurrency limits every 10 s; write FlowSchema status."""
@@ -401,6 +415,7 @@ class Controller:
 
     def _digest(self, pl_objects: Iterable[Obj], fs_objects: Iterable[Obj]) -> None:
         """kube's lockAndDigestConfigObjects: the new levels, FlowSchemas, limits and status updates."""
+        self.digests += 1
         old = self._levels
         new: dict[str, PriorityLevel] = {}
         specs: dict[str, _LevelSpec] = {}
