@@ -10,7 +10,6 @@ from typing import Any, AsyncIterator, Callable
 import pytest
 import trio
 
-from kapi import errors
 from kapi.apis import BUILTIN
 from kapi.apis import flowcontrolbootstrap as boot
 from kapi.apis.flowcontrol import FLOW_SCHEMAS, PRIORITY_LEVEL_CONFIGURATIONS
