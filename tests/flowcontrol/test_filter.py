@@ -231,6 +231,42 @@ async def test_a_queued_request_s_body_is_received_while_it_waits_and_read_once_
     assert got.json()["data"] == {"k": "v" * 1000}
 
 
+async def test_a_queued_body_over_the_limit_is_413_once_dispatched(nursery: trio.Nursery, tmp_path: Path) -> None:
+    app, _ = await make_app(nursery, tmp_path, max_body_bytes=1000)
+    hold = trio.Event()
+    first = Call(app, "GET", CM, BOB, hold=hold)
+    nursery.start_soon(first.run)
+    await first.started.wait()
+    post = Call(app, "POST", CM, BOB, (b"{" + b" " * 900, b" " * 900 + b"}"))
+    nursery.start_soon(post.run)
+    with trio.fail_after(5):
+        await post.received_all.wait()
+    hold.set()
+    with trio.fail_after(5):
+        await post.done.wait()
+    assert post.status == 413 and post.json()["reason"] == "RequestEntityTooLarge"
+
+
+async def test_a_request_waits_a_quarter_of_its_deadline_then_is_refused(nursery: trio.Nursery,
+                                                                        tmp_path: Path) -> None:
+    app, uids = await make_app(nursery, tmp_path, request_timeout_s=0.4)
+    assert app.chain.flowcontrol is not None
+    hold = trio.Event()
+    first = Call(app, "GET", CM, BOB, hold=hold)
+    nursery.start_soon(first.run)
+    await first.started.wait()
+    queued = Call(app, "GET", "/api/v1/namespaces", BOB)
+    with trio.fail_after(5):
+        await queued.run()
+    assert queued.status == 429 and queued.answer == TOO_MANY and b"retry-after" in queued.headers
+    assert _pf(queued) == (uids["bob-fs"].encode(), uids["queue-pl"].encode())
+    assert app.chain.flowcontrol.controller.dump()["queue-pl"].timed_out == 1
+    assert (b'apiserver_flowcontrol_rejected_requests_total{flow_schema="bob-fs",priority_level="queue-pl",'
+            b'reason="time-out"} 1.0') in app.metrics.exposition()
+    hold.set()
+    await first.done.wait()
+
+
 async def test_a_watch_gives_its_seats_back_once_its_initial_events_are_sent(nursery: trio.Nursery,
                                                                              tmp_path: Path) -> None:
     app, _ = await make_app(nursery, tmp_path, request_timeout_s=8.0)
