@@ -258,6 +258,34 @@ async def test_dangling_appears_and_clears(nursery: trio.Nursery) -> None:
     assert (await env.registry.get(FLOW_SCHEMAS, "", "orphan"))["metadata"]["resourceVersion"] == rv
 
 
+async def test_status_writes_bounded_per_minute(nursery: trio.Nursery, autojump_clock: Any) -> None:
+    """kube's shouldDelayUpdate: after 6 writes of one FlowSchema's status within a minute, the next waits."""
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    controller = Controller(Informers(registry), registry, server_concurrency_limit=10, metrics=Metrics())
+    env = Env(registry, controller)  # run() is not started: the writes below are the only ones
+    await env.create_fs("orphan", "later", 50, [{"kind": "User", "user": {"name": "worker"}}])
+    fs = await registry.get(FLOW_SCHEMAS, "", "orphan")
+    later = {"metadata": {"name": "later"}, "spec": {"type": "Limited", "limited": {
+        "nominalConcurrencyShares": 1, "limitResponse": {"type": "Reject"}}}}
+    versions = []
+    for i in range(7):  # the level comes and goes: Dangling flips every time
+        controller._digest([later] if i % 2 else [], [fs])
+        assert controller._pending_status  # the condition differs from what is stored
+        delay = await controller._write_status()
+        fs = await registry.get(FLOW_SCHEMAS, "", "orphan")
+        versions.append(fs["metadata"]["resourceVersion"])
+        await trio.sleep(1)
+    assert len(set(versions[:6])) == 6 and versions[6] == versions[5]
+    assert _dangling(fs)["status"] == "False"  # the sixth write's (i == 5)
+    assert delay is not None and 30 <= delay < 75
+    await trio.sleep(60)  # a minute later, it is written again
+    controller._digest([], [fs])
+    assert await controller._write_status() is None
+    assert (await registry.get(FLOW_SCHEMAS, "", "orphan"))["metadata"]["resourceVersion"] != versions[-1]
+
+
 WORK_LEVEL = {"type": "Limited", "limited": {
     "nominalConcurrencyShares": 10, "lendablePercent": 0,
     "limitResponse": {"type": "Queue", "queuing": {"queues": 4, "handSize": 2, "queueLengthLimit": 50}}}}

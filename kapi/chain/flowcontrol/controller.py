@@ -274,7 +274,8 @@ class Controller:
         groups, at most MEMO_LIMIT users, until the next digest): a request then checks only their rules.
         """
         namespace = request_namespace(info)
-        key = (user.name, user.groups)
+        groups = user.groups
+        key = (user.name, groups if type(groups) is tuple else tuple(groups))
         candidates = self._memo.get(key)
         if candidates is None:
             candidates = self._candidates(user, key)
