@@ -32,6 +32,7 @@ from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, Cluster
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
+from kapi.server.apfbootstrap import keep_apf_bootstrap
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.flowcontrol import build_flowcontrol
@@ -221,13 +222,17 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         namespaces = NamespaceController(registry, pki.ca_cert.read_text())
         await bootstrap(registry, namespaces)
         await reconcile_bootstrap_policy(registry)  # kube's rbac/bootstrap-roles start-up hook
+        await services.start(partial(supervise, "APF configuration producer", partial(keep_apf_bootstrap, registry),
+                                     restart=True))  # kube's priority-and-fairness-config-producer hook
         aggregation = ClusterRoleAggregationController(registry, informers.informer(RBAC_GROUP, "clusterroles"))
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
-        if app.chain.flowcontrol is not None:  # its configuration digested before the first request is served
+        if app.chain.flowcontrol is not None:
+            # Its configuration digested before the first request is served; restarted, it keeps its
+            # levels (and their queued requests) and digests again.
             await services.start(partial(supervise, "API Priority and Fairness", app.chain.flowcontrol.controller.run,
-                                         restart=False))
+                                         restart=True))
         if app.chain.audit is not None:  # its writers flush what is queued when the server stops
             await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
