@@ -303,10 +303,19 @@ async def test_debug_dumps_name_the_levels_and_the_heaviest_flows(nursery: trio.
     queues = await call(app, "GET", "/debug/api_priority_and_fairness/dump_queues", ADMIN)
     assert [[c.strip() for c in line.split(",")][:3] for line in queues.answer.decode().splitlines()
             if line.startswith("queue-pl")] == [["queue-pl", "0", "0"]]  # one queue, nothing pending
+    hold = trio.Event()
+    held = Call(app, "GET", CM, BOB, hold=hold)
+    nursery.start_soon(held.run)
+    await held.started.wait()
     requests = await call(app, "GET", "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1",
                           ADMIN)
-    header = [c.strip() for c in requests.answer.decode().splitlines()[0].split(",")]
-    assert header[0] == "PriorityLevelName" and header[10] == "UserName"
+    lines = [[c.strip() for c in line.split(",")] for line in requests.answer.decode().splitlines()]
+    assert lines[0][0] == "PriorityLevelName" and lines[0][10] == "UserName"
+    bob = [line for line in lines if line[0] == "queue-pl"]
+    assert len(bob) == 1 and bob[0][1:5] == ["bob-fs", "0", "-1", "bob"]  # executing from queue 0
+    assert bob[0][10:] == ["bob", "list", CM, "default", "", "v1", "configmaps", ""]
+    hold.set()
+    await held.done.wait()
     # Only those allowed the non-resource URL may read them (alice is, with AlwaysAllow; unknown is not).
     unknown = await call(app, "GET", "/debug/api_priority_and_fairness/dump_queues", "nobody")
     assert unknown.status == 401
