@@ -7,6 +7,7 @@ measured are exact and the tests fast; nothing here asserts on real time.
 from __future__ import annotations
 
 import math
+import random
 import time
 
 import pytest
@@ -507,3 +508,74 @@ async def test_seat_seconds_rollover(autojump_clock: trio.testing.MockClock) -> 
     # (kube: 1 %; here the measured time ends mid-cycle of requests a quarter long)
     assert abs(seat_seconds["a"] - seat_seconds["b"]) <= 0.05 * seat_seconds["a"]
     assert qs.dump().rejected == 0
+
+
+def check_bookkeeping(qs: QueueSet) -> None:
+    """The running sums a QueueSet keeps against the same sums recomputed from its queues."""
+    queues = qs._queues
+    live = [t for q in queues for t in q.live()]
+    assert qs._waiting == len(live) == sum(q.length for q in queues)
+    assert qs._seats_waiting == sum(t.waiting_seats for t in live)
+    for q in queues:
+        waiting = q.live()
+        assert q.initial_seats_sum == sum(t.initial_seats for t in waiting)
+        assert q.max_seats_sum == sum(t.waiting_seats for t in waiting)
+        assert q.total_work_sum == sum(t.total_work for t in waiting)
+    assert qs._executing == len(qs._queueless) + sum(len(q.executing) for q in queues)
+    lingering = [t for _, _, t in qs._lingering]
+    executing = list(qs._queueless) + [t for q in queues for t in q.executing]
+    assert qs._seats_in_use == sum(t.max_seats for t in executing + lingering)
+    assert qs._active == sum(1 for q in queues if q.length or q.executing)
+    queued_lingering = [t for t in lingering if t._queue is not None and t._queue in queues]
+    # the demand counts the seats held after finish on a queue since dropped too
+    held = {id(q): q for q in queues} | {id(t._queue): t._queue for t in lingering if t._queue is not None}
+    assert qs._queue_demand == sum(q.seats_in_use + q.max_seats_sum for q in held.values())
+    assert sum(q.seats_in_use for q in queues) == sum(t.max_seats for t in executing + queued_lingering
+                                                      if t._queue is not None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+async def test_random_traffic_keeps_the_books(seed: int, autojump_clock: trio.testing.MockClock) -> None:
+    """Random arrivals, widths, final seats, time-outs, client cancels and reconfigurations (issue 13):
+    the running sums always match, and everything is given back at the end."""
+    rng = random.Random(seed)
+    async with trio.open_nursery() as nursery:
+        qs = QueueSet(QueuingConfig("pl", queues=8, queue_length_limit=4, hand_size=3), 4, metrics=Metrics(),
+                      nursery=nursery)
+        outcomes: dict[str, int] = {}
+
+        async def request(i: int) -> None:
+            estimate = WorkEstimate(initial_seats=rng.choice((1, 1, 1, 2, 5)),
+                                    final_seats=rng.choice((0, 0, 3, 7)), additional_latency_s=rng.random() / 10)
+            try:
+                ticket = start(qs, f"flow-{rng.randrange(6)}", estimate)
+            except Rejected as exc:
+                outcomes[exc.reason] = outcomes.get(exc.reason, 0) + 1
+                return
+            try:
+                with trio.move_on_after(rng.random() * 2):  # the client may go away
+                    await ticket.wait(trio.current_time() + rng.random())
+                    outcomes["served"] = outcomes.get("served", 0) + 1
+                    await trio.sleep(rng.random() / 5)
+            except Rejected as exc:
+                outcomes[exc.reason] = outcomes.get(exc.reason, 0) + 1
+            finally:
+                ticket.finish()
+                check_bookkeeping(qs)
+
+        for i in range(300):
+            nursery.start_soon(request, i)
+            if rng.random() < 0.03:
+                queues = rng.choice((0, 2, 8, 16))
+                qs.configure(QueuingConfig("pl", queues=queues, queue_length_limit=4, hand_size=min(3, queues)),
+                             rng.choice((1, 4, 8)))
+            check_bookkeeping(qs)
+            await trio.sleep(rng.random() / 20)
+    check_bookkeeping(qs)
+    d = qs.dump()
+    assert qs.is_idle and d.seats_in_use == 0 and d.waiting == 0 and d.executing == 0
+    # every request was either dispatched or refused (at once, timed out, or its client gone)
+    assert d.dispatched + d.rejected == 300
+    assert d.timed_out == outcomes.get(TIME_OUT, 0)
+    assert d.rejected - d.timed_out - d.cancelled == outcomes.get(QUEUE_FULL, 0) + outcomes.get(CONCURRENCY_LIMIT, 0)
+    assert 50 < outcomes.get("served", 0) <= d.dispatched
