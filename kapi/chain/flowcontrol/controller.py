@@ -570,8 +570,8 @@ class Controller:
                                                       WriteOptions(field_manager=FIELD_MANAGER), "status")
             except errors.NotFound:
                 continue  # deleted meanwhile: its deletion is coming
-            except errors.StatusError as err:
-                log.warning("failed to set a status.condition for FlowSchema %s: %s", update.name, err.message)
+            except errors.KapiError as err:  # a conflict past the retries, storage unavailable: again later
+                log.warning("failed to set a status.condition for FlowSchema %s: %s", update.name, err)
                 delay = STATUS_RETRY_S if delay is None else min(delay, STATUS_RETRY_S)
         return delay
 
