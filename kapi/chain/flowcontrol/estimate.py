@@ -11,7 +11,7 @@ their registered watchers (``ObjectStats``, which the registry implements).
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Any, Protocol
 
 from kapi import errors
 from kapi.chain.context import RequestInfo
@@ -56,6 +56,10 @@ class Estimator:
         self.metrics = metrics
         self.size_based = size_based
         self.maximum_list_seats = MAXIMUM_LIST_SEATS_BY_SIZE if size_based else MAXIMUM_LIST_SEATS_BY_COUNT
+        # The metrics' children by (priority level, flow schema): ``labels()`` costs more than the estimate
+        # (as many as prometheus keeps anyway)
+        self._seats: dict[tuple[str, str], Any] = {}
+        self._watch_counts: dict[tuple[str, str], Any] = {}
 
     def estimate(self, info: RequestInfo, query: dict[str, str], cls: Classification,
                  max_seats: int) -> WorkEstimate:
@@ -74,8 +78,11 @@ class Estimator:
             estimate = self._mutating(info, cls, max_seats)
         else:
             estimate = WorkEstimate(MINIMUM_SEATS)
-        self.metrics.apf_work_estimated_seats.labels(
-            priority_level=cls.priority_level, flow_schema=cls.flow_schema).observe(estimate.max_seats)
+        key = (cls.priority_level, cls.flow_schema)
+        observer = self._seats.get(key)
+        if observer is None:
+            observer = self._seats[key] = self.metrics.apf_work_estimated_seats.labels(*key)
+        observer.observe(estimate.max_seats)
         return estimate
 
     # ------------------------------------------------------------------ LIST, WATCH
@@ -113,8 +120,11 @@ class Estimator:
         if info.resource == "serviceaccounts" and info.subresource == "token":
             return WorkEstimate(MINIMUM_SEATS)  # a token request makes no event
         watchers = self.stats.watch_count(info.group, info.resource, info.namespace, info.name)
-        self.metrics.apf_watch_count_samples.labels(
-            priority_level=cls.priority_level, flow_schema=cls.flow_schema).observe(watchers)
+        key = (cls.priority_level, cls.flow_schema)
+        observer = self._watch_counts.get(key)
+        if observer is None:
+            observer = self._watch_counts[key] = self.metrics.apf_watch_count_samples.labels(*key)
+        observer.observe(watchers)
         if watchers < WATCHES_PER_SEAT:
             return WorkEstimate(1)
         final_seats = math.ceil(watchers / WATCHES_PER_SEAT)
