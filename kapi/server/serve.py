@@ -233,6 +233,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             # levels (and their queued requests) and digests again.
             await services.start(partial(supervise, "API Priority and Fairness", app.chain.flowcontrol.controller.run,
                                          restart=True))
+            # The object counts of the resources without a watch cache (their LIST estimates; kube's count poll)
+            await services.start(partial(supervise, "object counts", registry.track_object_counts, restart=True))
         if app.chain.audit is not None:  # its writers flush what is queued when the server stops
             await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
