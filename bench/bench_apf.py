@@ -332,6 +332,37 @@ def summary(tally: dict[str, Any]) -> dict[str, Any]:
     return {**tally, "p50_ms": round(pct(lat, 0.5), 2), "p99_ms": round(pct(lat, 0.99), 2)}
 
 
+def by_level(server: Server, name: str) -> dict[str, float]:
+    """``name``'s samples summed per ``priority_level``, from /metrics."""
+    status, body = server.request("GET", "/metrics")
+    out: dict[str, float] = {}
+    if status != 200:
+        return out
+    for line in body.decode().splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        key, _, value = line.rpartition(" ")
+        level = key.partition('priority_level="')[2].partition('"')[0]
+        out[level] = out.get(level, 0.0) + float(value)
+    return out
+
+
+def classification(server: Server, users: list[str]) -> dict[str, str]:
+    """The priority level each user's requests land in (from the PF header and the PLC list)."""
+    import urllib.request
+
+    status, body = server.request("GET", "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations")
+    names = {o["metadata"]["uid"]: o["metadata"]["name"] for o in json.loads(body)["items"]} if status == 200 else {}
+    out = {}
+    for user in users:
+        req = urllib.request.Request(server.url + f"/api/v1/namespaces/{NAMESPACE}/configmaps/bench-get")
+        req.add_header("Authorization", f"Bearer {token_of(user)}")
+        with urllib.request.urlopen(req, context=server.ssl_context(), timeout=30) as resp:
+            uid = resp.headers.get(PF_LEVEL_HEADER, "")
+        out[user] = names.get(uid, f"uid {uid!r}")
+    return out
+
+
 def metric(server: Server, name: str, **labels: str) -> float:
     """The sum of ``name``'s samples whose labels include ``labels``, from /metrics."""
     status, body = server.request("GET", "/metrics")
@@ -359,7 +390,7 @@ def system_phase(server: Server, args: argparse.Namespace, flood: bool) -> dict[
     kubelet = Target(server.url, str(server.ca_file), token_of("system:node:node-0"))
     status, body = server.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/kubelet-pod")
     rv = json.loads(body)["metadata"]["resourceVersion"] if status == 200 else "0"
-    watching = Watching.open(kubelet, [watch_path(f"/api/v1/pods", rv, fieldSelector="spec.nodeName=node-0")], 1)
+    watching = Watching.open(kubelet, [watch_path("/api/v1/pods", rv, fieldSelector="spec.nodeName=node-0")], 1)
     jobs: list[tuple[Any, ...]] = [(server.url, str(server.ca_file), args.nodes, args.heartbeat_interval,
                                     args.seconds)]
     beats, beats_out, beats_go = _spawn(_heartbeats_main, jobs)
@@ -383,8 +414,7 @@ def system_phase(server: Server, args: argparse.Namespace, flood: bool) -> dict[
 
         def sample() -> None:
             while not done.wait(0.5):
-                inqueue_samples.append(metric(server, "apiserver_flowcontrol_current_inqueue_requests",
-                                              priority_level="global-default"))
+                inqueue_samples.append(metric(server, "apiserver_flowcontrol_current_inqueue_requests"))
 
         sampler = threading.Thread(target=sample)
         sampler.start()
@@ -416,7 +446,7 @@ def system_phase(server: Server, args: argparse.Namespace, flood: bool) -> dict[
                                                   "p50_ms": round(pct(delays, 0.5), 2),
                                                   "p99_ms": round(pct(delays, 0.99), 2)},
             "flood": summary(asdict(fl)) if fl else None,
-            "global_default_inqueue_max": max(inqueue_samples, default=0.0)}
+            "inqueue_max": max(inqueue_samples, default=0.0)}
 
 
 def fairness(server: Server, args: argparse.Namespace) -> dict[str, Any]:
@@ -433,8 +463,7 @@ def fairness(server: Server, args: argparse.Namespace) -> dict[str, Any]:
         t_end = time.perf_counter() + args.seconds
         while time.perf_counter() < t_end - 0.5:
             time.sleep(0.5)
-            samples.append(metric(server, "apiserver_flowcontrol_current_inqueue_requests",
-                                  priority_level="global-default"))
+            samples.append(metric(server, "apiserver_flowcontrol_current_inqueue_requests"))
         status, dump = server.request("GET", "/debug/api_priority_and_fairness/dump_priority_levels")
         parts = _gather(procs, out, args.seconds + 300)
     finally:
@@ -448,7 +477,17 @@ def fairness(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     shares = {f: round(by_flow[f]["ok"] / mean, 3) if mean else 0.0 for f, _, _ in flows}
     dump_lines = [line for line in dump.decode(errors="replace").splitlines() if "bench-flow-" in line] \
         if status == 200 else []
-    return {"flows": by_flow, "share_over_mean": shares,
+    # The server's own account: the flows table of dump_priority_levels (SeatSeconds, a decaying sum)
+    seat_seconds: dict[str, float] = {}
+    for line in dump_lines:
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) >= 4 and cells[3].endswith("ss"):
+            seat_seconds[cells[2]] = seat_seconds.get(cells[2], 0.0) + float(cells[3][:-2])
+    ss_mean = statistics.mean(seat_seconds.values()) if seat_seconds else 0.0
+    dump_shares = {f: round(v / ss_mean, 3) for f, v in sorted(seat_seconds.items())} if ss_mean else {}
+    return {"flows": by_flow, "share_over_mean": shares, "dump_seat_seconds": seat_seconds,
+            "dump_share_over_mean": dump_shares,
+            "dump_max_deviation": round(max(abs(v - 1) for v in dump_shares.values()), 3) if dump_shares else None,
             "max_deviation": round(max(abs(s - 1) for s in shares.values()), 3) if shares else None,
             "inqueue_max": max(samples, default=0.0), "inqueue_median": statistics.median(samples) if samples else 0.0,
             "dump_lines": dump_lines[:40]}
@@ -520,8 +559,13 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     try:
         t0 = time.perf_counter()
         populate(server, args.objects, args.nodes)
+        levels = classification(server, [FLOOD_USER, "system:node:node-0", "bench-flow-0", READER])
         print(f"  {args.objects} ConfigMaps, {args.nodes} Leases in {time.perf_counter() - t0:.1f} s; "
-              f"APF active: {pf_headers(server, token_of(READER))}", flush=True)
+              f"priority levels: {levels}", flush=True)
+        # Fairness first: the flows table of dump_priority_levels keeps a level's 10 heaviest flows, and the
+        # flood's, decaying with a half-life of a minute, would take a place in it.
+        fair = fairness(server, args)
+        print(f"  fairness: shares {fair['share_over_mean']}, queue max {fair['inqueue_max']}", flush=True)
         unloaded = system_phase(server, args, flood=False)
         print(f"  unloaded: heartbeats p99 {unloaded['heartbeats']['p99_ms']} ms, "
               f"watch p99 {unloaded['watch']['p99_ms']} ms", flush=True)
@@ -530,12 +574,23 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         print(f"  flooded:  heartbeats p99 {flooded['heartbeats']['p99_ms']} ms, watch p99 "
               f"{flooded['watch']['p99_ms']} ms; flood {f['ok']} ok, {f['rejected']} 429 "
               f"({f['with_retry_after']} with Retry-After), {f['other']} other", flush=True)
-        fair = fairness(server, args)
-        print(f"  fairness: shares {fair['share_over_mean']}, queue max {fair['inqueue_max']}", flush=True)
-        rejected_by_level = {pl: metric(server, "apiserver_flowcontrol_rejected_requests_total", priority_level=pl)
-                             for pl in ("global-default", "system", "node-high", "exempt")}
+        rejected_by_level = by_level(server, "apiserver_flowcontrol_rejected_requests_total")
     finally:
         stop(server)
+    off = None
+    if args.compare_off:  # the same flood against max-in-flight alone: what APF changes
+        server = start_kapi(root / "flood-off", *flags, "--enable-priority-and-fairness", "false", timeout_s=120)
+        try:
+            populate(server, args.objects, args.nodes)
+            off = {"unloaded": system_phase(server, args, flood=False),
+                   "flooded": system_phase(server, args, flood=True)}
+        finally:
+            stop(server)
+        off["ratios"] = {f"{k}_{q}": ratio(off["flooded"][k2][q + "_ms"], off["unloaded"][k2][q + "_ms"])
+                         for k, k2 in (("heartbeat", "heartbeats"), ("watch", "watch")) for q in ("p99", "p50")}
+        print(f"  APF off, flooded: heartbeats p99 {off['flooded']['heartbeats']['p99_ms']} ms "
+              f"({off['flooded']['heartbeats']['rejected']} × 429), watch p99 {off['flooded']['watch']['p99_ms']} ms; "
+              f"flood {off['flooded']['flood']['ok']} ok, {off['flooded']['flood']['rejected']} × 429", flush=True)
     over = overhead(root, args) if args.repeat else None
     flood_ratios = {
         "heartbeat_p99": ratio(flooded["heartbeats"]["p99_ms"], unloaded["heartbeats"]["p99_ms"]),
@@ -544,8 +599,8 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         "watch_p50": ratio(flooded["watch"]["p50_ms"], unloaded["watch"]["p50_ms"]),
     }
     return {"flood": {"unloaded": unloaded, "flooded": flooded, "ratios": flood_ratios,
-                      "rejected_by_level": rejected_by_level},
-            "fairness": fair, "overhead": over}
+                      "rejected_by_level": rejected_by_level, "levels": levels},
+            "flood_apf_off": off, "fairness": fair, "overhead": over}
 
 
 def goals(result: dict[str, Any]) -> dict[str, Any]:
@@ -565,6 +620,7 @@ def table(result: dict[str, Any]) -> str:
     fl = result["flood"]
     u, f = fl["unloaded"], fl["flooded"]
     lines = ["| measure | unloaded | under flood | ratio (goal) |", "|---|---:|---:|---:|"]
+    levels = ", ".join(f"{user} → {pl}" for user, pl in fl["levels"].items())
     for key, label in (("heartbeats", "node heartbeat (Lease PATCH)"), ("watch", "kubelet pod watch event delay")):
         short = "heartbeat" if key == "heartbeats" else "watch"
         lines.append(f"| {label} p99 | {u[key]['p99_ms']} ms | {f[key]['p99_ms']} ms | "
@@ -575,15 +631,26 @@ def table(result: dict[str, Any]) -> str:
     lines.append(f"| the flood's LISTs | | {fd['ok']} answered, {fd['rejected']} × 429 "
                  f"({fd['with_retry_after']} with Retry-After), {fd['other']} other | |")
     lines.append(f"| system traffic refused | {u['heartbeats']['rejected']} | {f['heartbeats']['rejected']} | |")
+    if result.get("flood_apf_off"):
+        off = result["flood_apf_off"]
+        for key, short in (("heartbeats", "heartbeat"), ("watch", "watch")):
+            lines.append(f"| APF off (max-in-flight): {short} p99 | {off['unloaded'][key]['p99_ms']} ms | "
+                         f"{off['flooded'][key]['p99_ms']} ms | {off['ratios'][short + '_p99']} |")
+        lines.append(f"| APF off: the flood's LISTs; heartbeats refused | | {off['flooded']['flood']['ok']} answered, "
+                     f"{off['flooded']['flood']['rejected']} × 429; {off['flooded']['heartbeats']['rejected']} | |")
     fair = result["fairness"]
     shares = ", ".join(f"{v:.2f}" for v in fair["share_over_mean"].values())
-    lines.append(f"| fairness: {len(fair['share_over_mean'])} equal flows' share ÷ mean | | {shares} "
+    lines.append(f"| fairness: {len(fair['share_over_mean'])} equal flows' completed LISTs ÷ mean | | {shares} "
                  f"(queue ≤ {fair['inqueue_max']:.0f}) | max deviation {fair['max_deviation']} (≤ 0.10) |")
+    dump_shares = ", ".join(f"{v:.2f}" for v in fair["dump_share_over_mean"].values())
+    lines.append(f"| fairness: their SeatSeconds in dump_priority_levels ÷ mean | | {dump_shares or '—'} | "
+                 f"max deviation {fair['dump_max_deviation']} |")
     if result["overhead"]:
         o = result["overhead"]
         lines.append(f"| GETs/s APF on ÷ off, unsaturated | {statistics.median(o['rates']['off']):,.0f}/s off | "
                      f"{statistics.median(o['rates']['on']):,.0f}/s on | {o['on_over_off']['median']} "
                      f"({o['on_over_off']['min']}–{o['on_over_off']['max']}) (≥ 0.95) |")
+    lines.append(f"\npriority levels: {levels}; 429s by level: {fl['rejected_by_level']}")
     return "\n".join(lines)
 
 
@@ -606,6 +673,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--get-concurrency", type=int, default=16, help="connections of the overhead GETs")
     parser.add_argument("--get-duration", type=float, default=None, help="seconds per overhead point (1.5, 0.3 quick)")
     parser.add_argument("--repeat", type=int, default=None, help="overhead rounds (default 6, 1 quick; 0 skips)")
+    parser.add_argument("--compare-off", type=int, default=None, choices=(0, 1),
+                        help="1: the flood again against a server with APF off (default 1, 0 quick)")
     parser.add_argument("--dir", default=None, help="where the temporary data directories go")
     parser.add_argument("--output", type=Path, default=RESULTS / "apf.json", help="JSON results file")
     args = parser.parse_args(argv)
@@ -617,6 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     args.flow_concurrency = args.flow_concurrency if args.flow_concurrency is not None else (2 if q else 5)
     args.get_duration = args.get_duration if args.get_duration is not None else (0.3 if q else 1.5)
     args.repeat = args.repeat if args.repeat is not None else (1 if q else 6)
+    args.compare_off = args.compare_off if args.compare_off is not None else (0 if q else 1)
     if min(args.flood, args.nodes, args.flows, args.flow_concurrency, args.flood_processes) < 1 or args.repeat < 0:
         parser.error("--flood, --nodes, --flows, --flow-concurrency and --flood-processes must be at least 1")
 
