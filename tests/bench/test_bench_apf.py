@@ -18,7 +18,7 @@ pytestmark = pytest.mark.bench
 def test_bench_apf_quick(tmp_path: Path) -> None:
     output = tmp_path / "apf.json"
     proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--objects", "50", "--flood", "8", "--nodes", "3",
-                           "--flows", "4", "--seconds", "1", "--get-duration", "0.2", "--output", str(output),
+                           "--flows", "4", "--seconds", "1", "--get-duration", "0.2", "--compare-off", "1", "--output", str(output),
                            "--dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
     assert "|---" in proc.stdout
@@ -36,6 +36,11 @@ def test_bench_apf_quick(tmp_path: Path) -> None:
     assert answered["ok"] + answered["rejected"] > 0 and answered["other"] == 0, answered
     assert answered["with_retry_after"] == answered["rejected"]  # every 429 says when to come back
     assert all(v is not None and v > 0 for v in flood["ratios"].values()), flood["ratios"]
+    # The bootstrap configuration sorts the traffic: the flood and the flows to global-default, the nodes to system
+    assert flood["levels"] == {"bench-flood": "global-default", "system:node:node-0": "system",
+                               "bench-flow-0": "global-default", "bench-reader": "global-default"}
+    off = result["flood_apf_off"]
+    assert off["flooded"]["flood"]["ok"] > 0 and off["flooded"]["watch"]["events"] == off["flooded"]["watch"]["sent"]
 
     fairness = result["fairness"]
     assert sorted(fairness["share_over_mean"]) == [f"bench-flow-{k}" for k in range(4)]
