@@ -153,7 +153,7 @@ async def _ensure_one(registry: Registry, kind: _Kind, boot: Obj, *, mandatory: 
             break
         try:
             await registry.create(kind.res, "", copy.deepcopy(boot), _WRITE)
-            log.info("APF bootstrap: created %s %s", kind.res.kind, name)
+            log.debug("APF bootstrap: created %s %s", kind.res.kind, name)
             return "create"
         except errors.AlreadyExists:
             continue  # created under us: revise that one
@@ -164,7 +164,7 @@ async def _ensure_one(registry: Registry, kind: _Kind, boot: Obj, *, mandatory: 
         await registry.update(kind.res, "", name, wanted, _WRITE)
     except (errors.Conflict, errors.NotFound):
         return "retry"  # changed or gone under us: the next pass sees it (kube: "will retry later")
-    log.info("APF bootstrap: updated %s %s", kind.res.kind, name)
+    log.debug("APF bootstrap: updated %s %s", kind.res.kind, name)
     return "update"
 
 
@@ -184,7 +184,7 @@ async def _remove_unwanted(registry: Registry, kind: _Kind, boots: list[Obj]) ->
             await registry.delete(kind.res, "", name, DeleteOptions())
         except errors.NotFound:
             pass
-        log.info("APF bootstrap: deleted %s %s (no longer a bootstrap object)", kind.res.kind, name)
+        log.debug("APF bootstrap: deleted %s %s (no longer a bootstrap object)", kind.res.kind, name)
         removed.append(name)
     return removed
 
