@@ -497,6 +497,7 @@ def overhead(root: Path, args: argparse.Namespace) -> dict[str, Any]:
     """GETs/s as a non-admin user with APF on and off, unsaturated, the two servers taking turns."""
     servers: dict[str, Server] = {}
     rates: dict[str, list[float]] = {"on": [], "off": []}
+    cpu_us: dict[str, list[float]] = {"on": [], "off": []}  # the server's CPU per request
     headers_seen = {}
     try:
         for name, flag in (("on", "true"), ("off", "false")):
@@ -523,15 +524,21 @@ def overhead(root: Path, args: argparse.Namespace) -> dict[str, Any]:
                 if result.errors or not result.requests:
                     raise RuntimeError(f"overhead {name}: {result.errors} errors; first: {result.first_error}")
                 rates[name].append(result.rate)
+                cpu_us[name].append(result.server_cpu_pct / 100 * result.seconds / result.requests * 1e6)
                 print(f"  overhead round {r + 1} APF {name:<3} {result.rate:8.0f} GETs/s  "
-                      f"server cpu {result.server_cpu_pct:4.0f}%  client cpu {result.client_cpu_pct:4.0f}%", flush=True)
+                      f"server cpu {result.server_cpu_pct:4.0f}% ({cpu_us[name][-1]:5.0f} µs/req)  "
+                      f"client cpu {result.client_cpu_pct:4.0f}%", flush=True)
     finally:
         for server in servers.values():
             stop(server)
     ratios = [a / b for a, b in zip(rates["on"], rates["off"])]
+    per_cpu = [b / a for a, b in zip(cpu_us["on"], cpu_us["off"])]  # requests per CPU-second, on ÷ off
     return {"rates": {k: [round(v, 1) for v in vs] for k, vs in rates.items()},
+            "cpu_us_per_request": {k: [round(v, 1) for v in vs] for k, vs in cpu_us.items()},
             "on_over_off": {"median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3),
                             "max": round(max(ratios), 3)},
+            "per_cpu_on_over_off": {"median": round(statistics.median(per_cpu), 3), "min": round(min(per_cpu), 3),
+                                    "max": round(max(per_cpu), 3)},
             "classified": headers_seen}
 
 
@@ -650,6 +657,11 @@ def table(result: dict[str, Any]) -> str:
         lines.append(f"| GETs/s APF on ÷ off, unsaturated | {statistics.median(o['rates']['off']):,.0f}/s off | "
                      f"{statistics.median(o['rates']['on']):,.0f}/s on | {o['on_over_off']['median']} "
                      f"({o['on_over_off']['min']}–{o['on_over_off']['max']}) (≥ 0.95) |")
+        c = o["per_cpu_on_over_off"]
+        lines.append(f"| GETs per server CPU-second, on ÷ off | "
+                     f"{statistics.median(o['cpu_us_per_request']['off']):,.0f} µs/req off | "
+                     f"{statistics.median(o['cpu_us_per_request']['on']):,.0f} µs/req on | "
+                     f"{c['median']} ({c['min']}–{c['max']}) |")
     lines.append(f"\npriority levels: {levels}; 429s by level: {fl['rejected_by_level']}")
     return "\n".join(lines)
 
