@@ -9,7 +9,7 @@ changed in place.
 
 Per kind, as kube groups them: ``default_<kind>(obj, old)``, ``old`` being None on
 a create (see ``fields.defaulter``). The modules: ``fields``, ``pods``, ``core``,
-``apps``, ``batch``, ``rbac``, ``apiextensions``.
+``apps``, ``batch``, ``rbac``, ``apiextensions``, ``flowcontrol``.
 """
 
 from __future__ import annotations

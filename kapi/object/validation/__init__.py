@@ -11,7 +11,7 @@ Per kind, as kube names them: ``validate_<kind>(obj)`` on create and
 cause once; ``validate_object_meta`` / ``validate_update_meta`` are the ``metadata`` rules
 shared by all kinds. The modules follow kube's groups: ``fields``, ``names``, ``meta``,
 ``quantity``, ``containers``, ``pods``, ``core``, ``events``, ``apps``, ``batch``, ``rbac``,
-``coordination``, ``apiextensions``.
+``coordination``, ``apiextensions``, ``flowcontrol``.
 """
 
 from __future__ import annotations
