@@ -95,11 +95,11 @@ def micro_time() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
 
 
-def populate(server: Server, objects: int, nodes: int) -> None:
-    """The namespace, its ConfigMaps, node-0's pod and every node's Lease."""
+def populate(server: Server, objects: int, nodes: int, object_bytes: int = 1000) -> None:
+    """The namespace, its ConfigMaps (``object_bytes`` of data each), node-0's pod and every node's Lease."""
     create_all(server, [("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                  "metadata": {"name": NAMESPACE}})], threads=1)
-    value = "x" * 1000
+    value = "x" * object_bytes
     cms = f"/api/v1/namespaces/{NAMESPACE}/configmaps"
     items: list[tuple[str, dict[str, Any]]] = [
         (cms, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench-get"}, "data": {"k": "v"}})]
@@ -565,7 +565,7 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     server = start_kapi(root / "flood", *flags, timeout_s=120)
     try:
         t0 = time.perf_counter()
-        populate(server, args.objects, args.nodes)
+        populate(server, args.objects, args.nodes, args.object_bytes)
         levels = classification(server, [FLOOD_USER, "system:node:node-0", "bench-flow-0", READER])
         print(f"  {args.objects} ConfigMaps, {args.nodes} Leases in {time.perf_counter() - t0:.1f} s; "
               f"priority levels: {levels}", flush=True)
@@ -588,7 +588,7 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     if args.compare_off:  # the same flood against max-in-flight alone: what APF changes
         server = start_kapi(root / "flood-off", *flags, "--enable-priority-and-fairness", "false", timeout_s=120)
         try:
-            populate(server, args.objects, args.nodes)
+            populate(server, args.objects, args.nodes, args.object_bytes)
             off = {"unloaded": system_phase(server, args, flood=False),
                    "flooded": system_phase(server, args, flood=True)}
         finally:
@@ -671,6 +671,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small and short: a check that everything runs")
     parser.add_argument("--objects", type=int, default=None, help="ConfigMaps of ~1 kB listed by the flood "
                                                                    "(default 1000, 100 quick)")
+    parser.add_argument("--object-bytes", type=int, default=1000, help="data bytes per ConfigMap (1000)")
     parser.add_argument("--flood", type=int, default=None, help="concurrent LISTs of the flood (default 100, 20 quick)")
     parser.add_argument("--flood-processes", type=int, default=2, help="client processes of the flood and the flows")
     parser.add_argument("--nodes", type=int, default=None, help="nodes heartbeating (default 20, 5 quick)")
