@@ -276,27 +276,39 @@ def raw_get(target: Target, path: str, *, keep: bool = False) -> Fetched:
 
 
 class KeptAlive:
-    """GETs over one kept-alive HTTP/1.1 TLS connection, each body read into one reused buffer.
+    """Requests over one kept-alive HTTP/1.1 TLS connection, each body read into one reused buffer.
 
     The least a client can do per byte (no parsing, no copies into Python objects),
     so that a large LIST measures the server rather than the client reading it.
-    Bodies are framed by Content-Length or chunked transfer.
+    Bodies are framed by Content-Length or chunked transfer; a connection the server
+    closed (``Connection: close``, or a reset) is opened again for the next request.
     """
 
     def __init__(self, target: Target, accept: str = "application/json") -> None:
-        host, port = target.host_port()
-        ctx = ssl.create_default_context(cafile=target.ca_file)
-        ctx.set_alpn_protocols(["http/1.1"])
-        self._sock = ctx.wrap_socket(socket.create_connection((host, port)), server_hostname=host)
-        self._head = (f"Host: {host}:{port}\r\nAuthorization: Bearer {target.token}\r\n"
-                      f"Accept: {accept}\r\n\r\n").encode()
+        self._host, self._port = target.host_port()
+        self._ctx = ssl.create_default_context(cafile=target.ca_file)
+        self._ctx.set_alpn_protocols(["http/1.1"])
+        self._head = (f"Host: {self._host}:{self._port}\r\nAuthorization: Bearer {target.token}\r\n"
+                      f"Accept: {accept}\r\n").encode()
         self._buf = bytearray(4 << 20)
         self._start = self._end = 0  # unread bytes are _buf[_start:_end]
+        self._sock: ssl.SSLSocket | None = None
+        self._connect()
+
+    def _connect(self) -> ssl.SSLSocket:
+        if self._sock is None:
+            raw = socket.create_connection((self._host, self._port), timeout=120)
+            self._sock = self._ctx.wrap_socket(raw, server_hostname=self._host)
+            self._start = self._end = 0
+        return self._sock
 
     def close(self) -> None:
-        self._sock.close()
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
 
     def _fill(self) -> None:
+        assert self._sock is not None
         if self._start == self._end:
             self._start = self._end = 0
         elif self._end == len(self._buf):
@@ -325,9 +337,29 @@ class KeptAlive:
 
     def get(self, path: str) -> tuple[int, int]:
         """GET ``path`` and read its body to the end: (status, body bytes)."""
-        self._sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._head)
+        status, _, size = self.request("GET", path)
+        return status, size
+
+    def request(self, method: str, path: str, body: bytes = b"",
+                ctype: str = "application/json") -> tuple[int, str | None, int]:
+        """(status, Retry-After or None, body bytes); a connection found closed is opened again once."""
+        head = f"{method} {path} HTTP/1.1\r\n".encode() + self._head
+        if body:
+            head += f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n".encode()
+        for attempt in (0, 1):
+            sock = self._connect()
+            try:
+                sock.sendall(head + b"\r\n" + body)
+                return self._response()
+            except (ConnectionError, OSError):
+                self.close()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _response(self) -> tuple[int, str | None, int]:
         status = int(self._line().split(b" ", 2)[1])
-        length, chunked = 0, False
+        length, chunked, retry_after, close = 0, False, None, False
         while line := self._line():
             name, _, value = line.partition(b":")
             name = name.strip().lower()
@@ -335,16 +367,23 @@ class KeptAlive:
                 length = int(value)
             elif name == b"transfer-encoding" and b"chunked" in value.lower():
                 chunked = True
-        if not chunked:
+            elif name == b"retry-after":
+                retry_after = value.strip().decode()
+            elif name == b"connection" and b"close" in value.lower():
+                close = True
+        total = length
+        if chunked:
+            total = 0
+            while size := int(self._line().split(b";")[0], 16):
+                self._skip(size + 2)
+                total += size
+            while self._line():  # trailers, then the blank line
+                pass
+        else:
             self._skip(length)
-            return status, length
-        total = 0
-        while size := int(self._line().split(b";")[0], 16):
-            self._skip(size + 2)
-            total += size
-        while self._line():  # trailers, then the blank line
-            pass
-        return status, total
+        if close:
+            self.close()
+        return status, retry_after, total
 
 
 def kept_alive_gets(target: Target, paths: list[str], accept: str = "application/json",

@@ -33,14 +33,11 @@ import argparse
 import json
 import os
 import platform
-import socket
-import ssl
 import statistics
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, Load, Server, run_load, start_kapi, stop, write_json  # noqa: E402
-from _workload import Target, Watching, _gather, _join, _spawn, watch_path, write_updates  # noqa: E402
+from _workload import KeptAlive, Target, Watching, _gather, _join, _spawn, watch_path, write_updates  # noqa: E402
 
 NAMESPACE = "bench"
 FLOOD_USER = "bench-flood"
@@ -118,103 +115,6 @@ def populate(server: Server, objects: int, nodes: int, object_bytes: int = 1000)
 # ---------------------------------------------------------------- client processes
 
 
-class Conn:
-    """One kept-alive HTTP/1.1 TLS connection: a request, its status, ``Retry-After`` and body size."""
-
-    def __init__(self, url: str, ca_file: str, token: str) -> None:
-        parsed = urllib.parse.urlsplit(url)
-        self.host, self.port = parsed.hostname or "127.0.0.1", parsed.port or 443
-        self.ctx = ssl.create_default_context(cafile=ca_file)
-        self.ctx.set_alpn_protocols(["http/1.1"])
-        self.token = token
-        self.sock: ssl.SSLSocket | None = None
-        self.buf = bytearray(1 << 20)
-        self.start = self.end = 0
-
-    def _connect(self) -> ssl.SSLSocket:
-        if self.sock is None:
-            raw = socket.create_connection((self.host, self.port), timeout=120)
-            self.sock = self.ctx.wrap_socket(raw, server_hostname=self.host)
-            self.start = self.end = 0
-        return self.sock
-
-    def close(self) -> None:
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-
-    def _fill(self) -> None:
-        assert self.sock is not None
-        if self.start == self.end:
-            self.start = self.end = 0
-        elif self.end == len(self.buf):
-            self.buf[:self.end - self.start] = self.buf[self.start:self.end]
-            self.end -= self.start
-            self.start = 0
-        n = self.sock.recv_into(memoryview(self.buf)[self.end:])
-        if not n:
-            raise ConnectionError("closed")
-        self.end += n
-
-    def _line(self) -> bytes:
-        while (eol := self.buf.find(b"\r\n", self.start, self.end)) < 0:
-            self._fill()
-        line = bytes(self.buf[self.start:eol])
-        self.start = eol + 2
-        return line
-
-    def _skip(self, size: int) -> None:
-        while size > 0:
-            if self.start == self.end:
-                self._fill()
-            take = min(size, self.end - self.start)
-            self.start += take
-            size -= take
-
-    def request(self, method: str, path: str, body: bytes = b"",
-                ctype: str = "application/json") -> tuple[int, str | None, int]:
-        """(status, Retry-After or None, body bytes); a connection the server closed is opened again."""
-        for attempt in (0, 1):
-            sock = self._connect()
-            head = (f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                    f"Authorization: Bearer {self.token}\r\nAccept: application/json\r\n")
-            if body:
-                head += f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-            try:
-                sock.sendall(head.encode() + b"\r\n" + body)
-                status = int(self._line().split(b" ", 2)[1])
-                length, chunked, retry_after, close = 0, False, None, False
-                while line := self._line():
-                    name, _, value = line.partition(b":")
-                    name = name.strip().lower()
-                    if name == b"content-length":
-                        length = int(value)
-                    elif name == b"transfer-encoding" and b"chunked" in value.lower():
-                        chunked = True
-                    elif name == b"retry-after":
-                        retry_after = value.strip().decode()
-                    elif name == b"connection" and b"close" in value.lower():
-                        close = True
-                total = length
-                if chunked:
-                    total = 0
-                    while size := int(self._line().split(b";")[0], 16):
-                        self._skip(size + 2)
-                        total += size
-                    while self._line():
-                        pass
-                else:
-                    self._skip(length)
-                if close:
-                    self.close()
-                return status, retry_after, total
-            except (ConnectionError, OSError):
-                self.close()
-                if attempt:
-                    raise
-        raise AssertionError("unreachable")
-
-
 @dataclass(slots=True)
 class Tally:
     """What one flow (or one kind of system traffic) got."""
@@ -239,7 +139,7 @@ class Tally:
 
 
 def _loop(url: str, ca_file: str, token: str, path: str, until: float, tally: Tally, lock: threading.Lock) -> None:
-    conn = Conn(url, ca_file, token)
+    conn = KeptAlive(Target(url, ca_file, token))
     try:
         while time.perf_counter() < until:
             t0 = time.perf_counter()
@@ -287,7 +187,7 @@ def _heartbeats_main(url: str, ca_file: str, nodes: int, interval: float, second
         tally = Tally()
 
         def node(i: int) -> None:
-            conn = Conn(url, ca_file, token_of(f"system:node:node-{i}"))
+            conn = KeptAlive(Target(url, ca_file, token_of(f"system:node:node-{i}")))
             path = f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-{i}"
             k = 0
             try:
@@ -510,7 +410,7 @@ def overhead(root: Path, args: argparse.Namespace) -> dict[str, Any]:
             create_all(server, [(f"/api/v1/namespaces/{NAMESPACE}/configmaps",
                                  {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bench-get"},
                                   "data": {"k": "v"}})], 1)
-            conn = Conn(server.url, str(server.ca_file), token_of(READER))
+            conn = KeptAlive(Target(server.url, str(server.ca_file), token_of(READER)))
             conn.request("GET", f"/api/v1/namespaces/{NAMESPACE}/configmaps/bench-get")
             conn.close()
             headers_seen[name] = pf_headers(server, token_of(READER))

@@ -254,13 +254,13 @@ async def test_changed_mandatory_is_restored_even_with_autoupdate_false(registry
 async def test_objects_no_longer_bootstrap_are_removed_when_autoupdating(registry: Registry) -> None:
     await ensure_apf_bootstrap(registry)
     # what an older release shipped (workload-leader-election was dropped in 1.34), and two of the operator's
-    for name, annotations in (("workload-leader-election", {ANNOTATION: "true"}), ("kept", {ANNOTATION: "false"}),
-                              ("mine", None)):
+    for name, marks in (("workload-leader-election", {ANNOTATION: "true"}), ("kept", {ANNOTATION: "false"}),
+                        ("mine", None)):
         obj = _level(name, 4)
-        if annotations is None:
+        if marks is None:
             del obj["metadata"]["annotations"]
         else:
-            obj["metadata"]["annotations"] = annotations
+            obj["metadata"]["annotations"] = marks
         await registry.create(PL, "", obj, WriteOptions())
     done = await ensure_apf_bootstrap(registry)
     assert done["PriorityLevelConfiguration/workload-leader-election"] == "delete"
