@@ -46,7 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, Load, Server, run_load, start_kapi, stop, write_json  # noqa: E402
-from _workload import KeptAlive, Target, Watching, _gather, _join, _spawn, watch_path, write_updates  # noqa: E402
+from _workload import MARKER_KEY, KeptAlive, Target, Watching, _gather, _join, _spawn, watch_path  # noqa: E402
 
 NAMESPACE = "bench"
 FLOOD_USER = "bench-flood"
@@ -177,8 +177,12 @@ def _flows_main(url: str, ca_file: str, flows: list[tuple[str, str, int]], path:
         raise
 
 
-def _heartbeats_main(url: str, ca_file: str, nodes: int, interval: float, seconds: float, out: Any, go: Any) -> None:
-    """A client process: every node PATCHes its Lease's renewTime every ``interval`` s, on its own connection."""
+def _heartbeats_main(url: str, ca_file: str, nodes: int, interval: float, seconds: float, admin_token: str,
+                     pod_path: str, update_rate: float, out: Any, go: Any) -> None:
+    """A client process: every node PATCHes its Lease's renewTime every ``interval`` s, on its own connection;
+    and the admin PATCHes the kubelet's pod ``update_rate`` times a second, the wall-clock time of the send in
+    an annotation (the watch's event delay is measured from it: a lean client, so that the delay is the
+    server's and not a busy client's)."""
     try:
         out.put(("ready", nodes))
         go.wait()
@@ -209,12 +213,28 @@ def _heartbeats_main(url: str, ca_file: str, nodes: int, interval: float, second
             finally:
                 conn.close()
 
+        updates = {"sent": 0, "errors": 0, "first_error": ""}
+
+        def writer() -> None:
+            conn = KeptAlive(Target(url, ca_file, admin_token))
+            try:
+                for k in range(max(1, int(update_rate * seconds))):
+                    time.sleep(max(0.0, t0 + k / update_rate - time.perf_counter()))
+                    body = json.dumps({"metadata": {"annotations": {MARKER_KEY: f"{time.time():.6f}"}}}).encode()
+                    status, _, _ = conn.request("PATCH", pod_path, body, "application/merge-patch+json")
+                    ok = status == 200
+                    updates["sent" if ok else "errors"] += 1
+                    updates["first_error"] = updates["first_error"] or ("" if ok else f"status {status}")
+            finally:
+                conn.close()
+
         threads = [threading.Thread(target=node, args=(i,)) for i in range(nodes)]
+        threads.append(threading.Thread(target=writer))
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        out.put({"heartbeats": asdict(tally)})
+        out.put({"heartbeats": asdict(tally), "updates": updates})
     except BaseException as err:
         out.put(RuntimeError(repr(err)))
         raise
@@ -292,7 +312,8 @@ def system_phase(server: Server, args: argparse.Namespace, flood: bool) -> dict[
     rv = json.loads(body)["metadata"]["resourceVersion"] if status == 200 else "0"
     watching = Watching.open(kubelet, [watch_path("/api/v1/pods", rv, fieldSelector="spec.nodeName=node-0")], 1)
     jobs: list[tuple[Any, ...]] = [(server.url, str(server.ca_file), args.nodes, args.heartbeat_interval,
-                                    args.seconds)]
+                                    args.seconds, admin.token, f"/api/v1/namespaces/{NAMESPACE}/pods/kubelet-pod",
+                                    args.update_rate)]
     beats, beats_out, beats_go = _spawn(_heartbeats_main, jobs)
     floods: list[Any] = []
     flood_out = flood_go = None
@@ -319,12 +340,13 @@ def system_phase(server: Server, args: argparse.Namespace, flood: bool) -> dict[
         sampler = threading.Thread(target=sample)
         sampler.start()
         try:
-            written = write_updates(admin, [(NAMESPACE, "kubelet-pod")], args.update_rate,
-                                    max(1, int(args.update_rate * args.seconds)))
+            system = _gather(beats, beats_out, args.seconds + 120)[0]
         finally:
             done.set()
             sampler.join()
-        hb = _gather(beats, beats_out, args.seconds + 120)[0]["heartbeats"]
+        hb, updates = system["heartbeats"], system["updates"]
+        if updates["errors"]:
+            raise RuntimeError(f"{updates['errors']} pod updates failed; first: {updates['first_error']}")
         fl = None
         if floods:
             parts = _gather(floods, flood_out, args.seconds + 300)
@@ -342,7 +364,7 @@ def system_phase(server: Server, args: argparse.Namespace, flood: bool) -> dict[
         _join(beats)
         _join(floods)
     delays = [d for part in watched for d in part.delays_ms]
-    return {"heartbeats": summary(hb), "watch": {"events": len(delays), "sent": written.sent,
+    return {"heartbeats": summary(hb), "watch": {"events": len(delays), "sent": updates["sent"],
                                                   "p50_ms": round(pct(delays, 0.5), 2),
                                                   "p99_ms": round(pct(delays, 0.99), 2)},
             "flood": summary(asdict(fl)) if fl else None,

@@ -34,6 +34,16 @@ class _Subscriber:
     after: int  # events at or below this revision were replayed or are not wanted
     send: trio.MemorySendChannel[Event]
     scope: trio.CancelScope
+    sent: int = 0  # events put in its channel so far
+    marker_at: int = 0  # ``sent`` just after its latest PROGRESS marker (0: none yet)
+
+    def put(self, event: Event) -> None:
+        self.send.send_nowait(event)
+        self.sent += 1
+
+    def marker_unread(self) -> bool:
+        """Whether the reader has not yet taken the last PROGRESS marker out of the channel."""
+        return self.marker_at > self.sent - self.send.statistics().current_buffer_used
 
 
 class WatchHub:
@@ -88,7 +98,7 @@ class WatchHub:
                 if event.revision <= sub.after or not event.key.startswith(sub.prefix):
                     continue
                 try:
-                    sub.send.send_nowait(event)
+                    sub.put(event)
                 except trio.WouldBlock:
                     # Too slow: closing beats blocking the writer or buffering without bound.
                     self._drop(sub)
@@ -103,14 +113,24 @@ class WatchHub:
         Events are dispatched in the same trio step as their commit, so every event up
         to that revision is already in the channel ahead of the marker. A subscriber
         still replaying history gets none (it is not caught up yet); a full one is skipped.
+
+        A subscriber that has not yet read the last marker it was sent gets no other: each
+        marker costs its reader a trio step, and consistent LISTs ask for progress on every
+        watch at their own rate, so under a flood of LISTs a watch cache would fall behind
+        its own events (issue 13: a kubelet's watch events came 0.6 s late). A reader that
+        needs a later revision asks again once it has read the pending one (the cacher's
+        wait_for_rv does).
         """
         revision = self._current()
         marker = Event("PROGRESS", "", None, None, revision)
         for sub in list(self._live):
+            if sub.marker_unread():
+                continue
             try:
-                sub.send.send_nowait(marker)
+                sub.put(marker)
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
+                continue
+            sub.marker_at = sub.sent
 
     @asynccontextmanager
     async def watch(self, prefix: str, from_revision: int) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
@@ -151,6 +171,7 @@ class WatchHub:
                     events = await self._read_history(sub.prefix, sub.after, upto, REPLAY_CHUNK)
                     for event in events:
                         await sub.send.send(event)
+                        sub.sent += 1
                     sub.after = events[-1].revision if len(events) >= REPLAY_CHUNK else upto
         except (trio.BrokenResourceError, trio.ClosedResourceError, StorageError):
             # Closed or compacted underneath the replay: the subscriber re-watches and learns why.

@@ -481,6 +481,25 @@ async def test_backend_refuses_work_before_run(backend_factory: BackendFactory, 
         await backend.list(PODS)
 
 
+async def test_request_progress_sends_one_marker_until_it_is_read(storage) -> None:  # type: ignore[no-untyped-def]
+    """Issue 13: consistent LISTs ask for progress at their own rate; a watch whose last marker is still
+    unread gets no other (each one costs its reader a step, and a flood of LISTs made a watch cache fall
+    behind its own events). Once it is read, the next request sends a new one, at the current revision."""
+    async with storage.watch("/p/", await storage.current_revision()) as events:
+        for _ in range(50):
+            storage.request_progress()
+        await storage.create("/p/a", b"1")
+        first = await events.receive()
+        assert first.type == "PROGRESS"
+        added = await events.receive()
+        assert added.type == "ADDED" and added.key == "/p/a"  # no 49 more markers ahead of it
+        with pytest.raises(trio.WouldBlock):
+            events.receive_nowait()
+        storage.request_progress()
+        marker = await events.receive()
+        assert marker.type == "PROGRESS" and marker.revision == await storage.current_revision()
+
+
 async def test_request_progress_marks_delivery(storage) -> None:  # type: ignore[no-untyped-def]
     """A PROGRESS event follows every event committed before the request, at the current revision."""
     await storage.create("/p/a", b"1")
