@@ -231,7 +231,7 @@ async def _wait_in_queue(ticket: Ticket, deadline: float, until_disconnect: Call
         nursery.cancel_scope.cancel()
     if rejected is not None:
         raise rejected
-    if gone and not ticket.dispatched:
+    if gone:  # even if dispatched as the client left (its seats may be back already): nobody to answer
         raise Rejected(CANCELLED)
 
 
