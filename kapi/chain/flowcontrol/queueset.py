@@ -562,12 +562,15 @@ class QueueSet:
         return self._seats_in_use + seats <= self._limit
 
     def _dispatch_sans_queue(self, ticket: Ticket, now: float) -> None:
+        self._queueless.add(ticket)
+        self._start_executing(ticket, ticket.max_seats, now, None if self._exempt else 0.0)
+
+    def _start_executing(self, ticket: Ticket, seats: int, now: float, waited_s: float | None) -> None:
+        """The counts of a ticket given its seats (``waited_s``: observed as its wait, unless None)."""
         ticket._state = _EXECUTING
         ticket.start_t = now
         ticket.descr.start_time = time.time()
-        self._queueless.add(ticket)
         self._executing += 1
-        seats = ticket.max_seats
         self._seats_in_use += seats
         self._dispatched += 1
         flow = ticket._flow
@@ -577,8 +580,8 @@ class QueueSet:
         fsm.dispatched.inc()
         fsm.executing_requests += 1
         fsm.executing_seats += seats
-        if not self._exempt:
-            fsm.wait_executed.observe(0.0)
+        if waited_s is not None:
+            fsm.wait_executed.observe(waited_s)
         self._integrator.set(self._seats_in_use + self._seats_waiting, now)
 
     def _dispatch(self, ticket: Ticket, queue: _Queue, now: float) -> None:
@@ -592,24 +595,10 @@ class QueueSet:
         seats = ticket.max_seats
         # the seats it asked for while waiting (none when dispatched at once) become seats in use
         self._queue_demand += seats - ticket.waiting_seats
-        ticket._state = _EXECUTING
-        ticket.start_t = now
-        ticket.descr.start_time = time.time()
-        self._executing += 1
-        self._seats_in_use += seats
         queue.executing.add(ticket)
         queue.seats_in_use += seats
         queue.next_dispatch_r += ticket.total_work
-        self._dispatched += 1
-        flow = ticket._flow
-        flow.executing += 1
-        flow.dispatched += 1
-        fsm = ticket._fsm
-        fsm.dispatched.inc()
-        fsm.executing_requests += 1
-        fsm.executing_seats += seats
-        fsm.wait_executed.observe(now - ticket.arrive_t)
-        self._integrator.set(self._seats_in_use + self._seats_waiting, now)
+        self._start_executing(ticket, seats, now, now - ticket.arrive_t)
         event = ticket._event
         if event is not None:
             event.set()
