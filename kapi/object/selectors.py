@@ -612,3 +612,20 @@ def meta_field_values(obj: Mapping[str, Any], namespaced: bool) -> dict[str, str
     if namespaced:
         out["metadata.namespace"] = text_value(md.get("namespace"))
     return out
+
+
+def format_label_selector(selector: Mapping[str, Any]) -> str:
+    """A LabelSelector as its string form (a Scale's status.selector): terms sorted, comma-joined."""
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or []:
+        op = expr.get("operator")
+        values = ",".join(sorted(expr.get("values") or []))
+        if op == "In":
+            parts.append(f"{expr['key']} in ({values})")
+        elif op == "NotIn":
+            parts.append(f"{expr['key']} notin ({values})")
+        elif op == "Exists":
+            parts.append(expr["key"])
+        elif op == "DoesNotExist":
+            parts.append(f"!{expr['key']}")
+    return ",".join(sorted(parts))

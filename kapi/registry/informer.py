@@ -198,7 +198,7 @@ class Informer:
                 return
             retry = RETRY_S[0]
             while True:
-                cacher = self.registry.cachers.get((self.res.group, self.res.resource))
+                cacher = self.registry.cachers.get(self.res.cache_key)
                 try:
                     if cacher is not None:
                         self._source = "cache"
@@ -252,7 +252,7 @@ class Informer:
 
     def _serves(self, cacher: Cacher) -> bool:
         """Whether ``cacher`` is still the resource's (a removed resource's cache stops, ending its watchers)."""
-        return self.registry.cachers.get((self.res.group, self.res.resource)) is cacher
+        return self.registry.cachers.get(self.res.cache_key) is cacher
 
     def _apply_cached(self, item: Any, rv: int) -> int:
         if isinstance(item, Bookmark):

@@ -82,7 +82,7 @@ def make_cacher(reg: Registry, res: Resource, *, capacity: int, indexed_fields: 
     cacher = Cacher(reg.storage, reg.prefix(res, ""), _CacheEntries(reg, res), group=res.group,
                     resource=res.resource, kind=res.kind, metrics=reg.metrics,
                     config=CacheConfig(capacity=capacity, indexed_fields=indexed_fields))
-    reg.cachers[(res.group, res.resource)] = cacher
+    reg.cachers[res.cache_key] = cacher
     return cacher
 
 
@@ -115,7 +115,7 @@ async def list(reg: Registry, res: Resource, namespace: str, opts: ListOptions) 
     """A LIST through the watch cache (which answers or asks storage, SEMANTICS §1.2), or from storage."""
     sel = reg.selection(res, opts)
     prefix = reg.prefix(res, namespace)
-    cacher = reg.cachers.get((res.group, res.resource))
+    cacher = reg.cachers.get(res.cache_key)
     if cacher is None:
         reg.metrics.storage_list_total.labels(group=res.group, resource=res.resource, reason="uncached").inc()
     backend = cacher if cacher is not None else reg.storage

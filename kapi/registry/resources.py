@@ -38,6 +38,14 @@ class Resource:
     virtual: bool = False
     # Everything the generic store does differently for this kind.
     strategy: Strategy
+    # The singular name discovery gives (a CRD's names.singular); the kind in lower case when empty.
+    singular_name: str = ""
+    # The version objects are stored in when it is not this one (another served version of the same
+    # objects: a custom resource's, autoscaling/v1 beside v2). The strategy's ``from_storage`` and
+    # ``to_storage`` convert; such a resource has its own watch cache (``cache_key``).
+    storage_version: str = ""
+    # A deprecated version: the Warning header every request to it is answered with ("" if none).
+    warning: str = ""
 
     @property
     def group_version(self) -> str:
@@ -45,7 +53,15 @@ class Resource:
 
     @property
     def singular(self) -> str:
-        return self.kind.lower()
+        return self.singular_name or self.kind.lower()
+
+    @property
+    def cache_key(self) -> tuple[str, str]:
+        """The key of this resource's watch cache in ``Registry.cachers``: one per storage prefix, and
+        one more per version served by conversion from another (``storage_version``)."""
+        if self.storage_version and self.storage_version != self.version:
+            return (self.group, f"{self.resource}/{self.version}")
+        return (self.group, self.resource)
 
     @property
     def list_kind(self) -> str:

@@ -14,13 +14,13 @@ Obj = dict[str, Any]
 
 
 async def get_scale(reg: Registry, res: Resource, namespace: str, name: str) -> Obj:
-    return to_scale(await reg.get(res, namespace, name))
+    return to_scale(res, await reg.get(res, namespace, name))
 
 
 async def update_scale(reg: Registry, res: Resource, namespace: str, name: str, scale_mutate: Callable[[Obj], Obj],
                        opts: WriteOptions) -> Obj:
     def mutate(obj: Obj) -> Obj:
-        scale = scale_mutate(to_scale(obj))
+        scale = scale_mutate(to_scale(res, obj))
         smd = scale.get("metadata") or {}
         if smd.get("resourceVersion") and smd["resourceVersion"] != obj["metadata"]["resourceVersion"]:
             raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
@@ -29,39 +29,21 @@ async def update_scale(reg: Registry, res: Resource, namespace: str, name: str, 
             raise errors.invalid("Scale", "autoscaling", name, [errors.Cause(
                 "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
                 "spec.replicas")])
-        obj.setdefault("spec", {})["replicas"] = replicas
+        res.strategy.set_replicas(obj, replicas)
         return obj
 
-    return to_scale(await reg.guaranteed_update(res, namespace, name, mutate, opts, "scale"))
+    return to_scale(res, await reg.guaranteed_update(res, namespace, name, mutate, opts, "scale"))
 
 
-def to_scale(obj: Obj) -> Obj:
-    """The autoscaling/v1 Scale view of a scalable object."""
+def to_scale(res: Resource, obj: Obj) -> Obj:
+    """The autoscaling/v1 Scale view of a scalable object (what counts as replicas is the strategy's)."""
     md = obj["metadata"]
-    spec = obj.get("spec", {})
-    status = obj.get("status", {})
-    selector = spec.get("selector") or {}
+    spec_replicas, status_replicas, selector = res.strategy.scale_of(obj)
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
                      if k in md},
-        "spec": {"replicas": spec.get("replicas", 0)},
-        "status": {"replicas": status.get("replicas", 0), "selector": _selector_string(selector)},
+        "spec": {"replicas": spec_replicas},
+        "status": {"replicas": status_replicas, "selector": selector},
     }
-
-
-def _selector_string(selector: Obj) -> str:
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        op = expr.get("operator")
-        values = ",".join(sorted(expr.get("values") or []))
-        if op == "In":
-            parts.append(f"{expr['key']} in ({values})")
-        elif op == "NotIn":
-            parts.append(f"{expr['key']} notin ({values})")
-        elif op == "Exists":
-            parts.append(expr["key"])
-        elif op == "DoesNotExist":
-            parts.append(f"!{expr['key']}")
-    return ",".join(sorted(parts))

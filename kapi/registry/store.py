@@ -188,7 +188,7 @@ class Registry:
 
         None also when the cache does not hold it: only storage can tell absent from unreadable.
         """
-        cacher = self.cachers.get((res.group, res.resource))
+        cacher = self.cachers.get(res.cache_key)
         if cacher is None or not cacher.ready or cacher.rv < self._written.get((res.group, res.resource), 0):
             return None
         entry = cacher.entry(self.key(res, namespace, name))
@@ -239,7 +239,7 @@ class Registry:
 
     async def get(self, res: Resource, namespace: str, name: str, resource_version: str = "") -> Obj:
         """GET: from storage, or from the watch cache when a resourceVersion is given (SEMANTICS §3.1)."""
-        cacher = self.cachers.get((res.group, res.resource))
+        cacher = self.cachers.get(res.cache_key)
         if resource_version and cacher is not None and cacher.ready:
             return await listing.get_cached(self, cacher, res, namespace, name, resource_version)
         if resource_version:
@@ -603,7 +603,7 @@ class Registry:
         """One round of ``track_object_counts``: a count, and the sizes of a first page for the average."""
         counted: dict[str, tuple[int, int, float]] = {}
         for res in self.table.resources:
-            if res.virtual or (res.group, res.resource) in self.cachers:
+            if res.virtual or res.cache_key in self.cachers:
                 continue
             prefix = self.prefix(res, "")
             if prefix not in counted:

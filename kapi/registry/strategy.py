@@ -18,7 +18,7 @@ from kapi.encoding.tables import DEFAULT_PRINTER, Printer
 from kapi.errors import Cause
 from kapi.object import meta
 from kapi.object.access import Attributes, Decision, Rules, UserInfo
-from kapi.object.selectors import FieldLabels, meta_field_values
+from kapi.object.selectors import FieldLabels, format_label_selector, meta_field_values
 from kapi.object.validation import RULE_DNS1123_SUBDOMAIN
 
 if TYPE_CHECKING:
@@ -186,6 +186,18 @@ class Strategy:
         Only resources marked ``virtual`` are answered this way; they are never stored.
         """
         raise NotImplementedError(f"{type(self).__name__} answers no create: its resource is stored")
+
+    # ------------------------------------------------------------------ scale
+
+    def scale_of(self, obj: Obj) -> tuple[int, int, str]:
+        """(spec replicas, status replicas, label selector string) of a scalable object, for its Scale."""
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        return spec.get("replicas", 0), status.get("replicas", 0), format_label_selector(spec.get("selector") or {})
+
+    def set_replicas(self, obj: Obj, replicas: int) -> None:
+        """A Scale's spec.replicas written into the object (in place)."""
+        obj.setdefault("spec", {})["replicas"] = replicas
 
     # ------------------------------------------------------------------ storage
 

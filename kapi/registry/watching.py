@@ -120,7 +120,7 @@ async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOp
     for more after the initial events, the window catch-up and the end bookmark: they have been
     handed off. A watch with none of them calls it when its stream starts. Never per event.
     """
-    cacher = reg.cachers.get((res.group, res.resource))
+    cacher = reg.cachers.get(res.cache_key)
     if cacher is None:
         return _storage_watch_lines(watch(reg, res, namespace, opts, initialized=initialized),
                                     reg.schema if proto else None)

@@ -61,7 +61,7 @@ class WatchCaches:
         for res in self._registry.table.resources:
             settings = cache_settings(self._config, res)
             if settings is not None:
-                wanted.setdefault((res.group, res.resource), (res, *settings))  # one cache per storage prefix
+                wanted.setdefault(res.cache_key, (res, *settings))  # one cache per storage prefix and converted version
         return wanted
 
     async def _reconcile(self, nursery: trio.Nursery) -> None:
@@ -80,7 +80,7 @@ class WatchCaches:
 
     async def _run(self, res: Resource, size: int, indexes: tuple[str, ...], *,
                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        key = (res.group, res.resource)
+        key = res.cache_key
         cacher = self._registry.make_cacher(res, capacity=size, indexed_fields=indexes)
         # Not used before its first list is loaded: storage answers meanwhile (no 429 from a cold cache).
         self._registry.cachers.pop(key, None)
