@@ -109,6 +109,8 @@ class Handlers:
         # The body is read here, after the whole chain (authorized) and the route checks: a client
         # refused on the way never has its body read.
         await ctx.read_body()
+        if res.warning:  # a deprecated version (a CRD's deprecationWarning)
+            ctx.warnings.insert(0, res.warning)
         resp: Response = await route.serve(self, ctx, res)
         for w in ctx.warnings:
             quoted = w.replace("\\", "\\\\").replace('"', '\\"')
