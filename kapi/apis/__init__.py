@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from kapi.apis import (apiextensions, apps, authentication, authorization, batch, coordination, events,
-                       flowcontrol, rbac)
-from kapi.apis.core import (configmaps, endpoints, events as core_events, namespaces, nodes, persistentvolumes,
-    pods, secrets, serviceaccounts, services)
+from kapi.apis import (apiextensions, apps, authentication, authorization, autoscaling, batch, coordination,
+                       events, flowcontrol, rbac)
+from kapi.apis.core import (configmaps, endpoints, events as core_events, limitranges, namespaces, nodes,
+    persistentvolumes, pods, replicationcontrollers, resourcequotas, secrets, serviceaccounts, services)
 from kapi.registry.resources import Resource
 
 __all__ = ["BUILTIN"]
@@ -29,11 +29,17 @@ BUILTIN: Final[tuple[Resource, ...]] = (
     core_events.EVENTS,
     persistentvolumes.PERSISTENT_VOLUME_CLAIMS,
     persistentvolumes.PERSISTENT_VOLUMES,
+    replicationcontrollers.REPLICATION_CONTROLLERS,
+    limitranges.LIMIT_RANGES,
+    resourcequotas.RESOURCE_QUOTAS,
     # apps/v1
     apps.DEPLOYMENTS,
     apps.REPLICA_SETS,
     apps.STATEFUL_SETS,
     apps.DAEMON_SETS,
+    # autoscaling/v2 and v1: one stored object (v2), v1 converted
+    autoscaling.HORIZONTAL_POD_AUTOSCALERS,
+    autoscaling.HORIZONTAL_POD_AUTOSCALERS_V1,
     # batch/v1
     batch.JOBS,
     batch.CRON_JOBS,

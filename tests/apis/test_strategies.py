@@ -26,6 +26,7 @@ DEFAULT_PRINTED = frozenset({
     "localsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io",
     "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io",
     "customresourcedefinitions.apiextensions.k8s.io",
+    "limitranges",  # kube has no LimitRange printer either
 })
 # Stored kinds without validation rules of their own, as in kube-apiserver (or not written in kapi yet).
 UNVALIDATED = frozenset({"serviceaccounts"})
@@ -99,7 +100,8 @@ def test_generation_and_create_on_update_as_before() -> None:
                        "statefulsets.apps", "daemonsets.apps", "jobs.batch", "cronjobs.batch",
                        "customresourcedefinitions.apiextensions.k8s.io",
                        "flowschemas.flowcontrol.apiserver.k8s.io",
-                       "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io"}
+                       "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
+                       "replicationcontrollers", "horizontalpodautoscalers.autoscaling"}
     assert {r.qualified for r in BUILTIN if r.strategy.generation_on_annotations} == {"deployments.apps"}
     assert {r.qualified for r in BUILTIN if r.strategy.create_on_update} == {
         "endpoints", "events", "leases.coordination.k8s.io", "events.events.k8s.io",
