@@ -18,9 +18,9 @@ import orjson
 
 from kapi.api.openapi_pb import encode_openapi_v2
 
-from kapi.object.schema import FieldDef, Schema, TypeDef
+from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
 
-__all__ = ["Document", "OpenAPIDocuments", "ResourceRecord", "ResourceSource", "ServedResource"]
+__all__ = ["Document", "OpenAPIDocuments", "custom_definition", "custom_list_definition", "ResourceRecord", "ResourceSource", "ServedResource"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _STATUS = _META + "Status"
@@ -186,6 +186,8 @@ class _Builder:
         self.schema = schema
         self.v3 = v3
         self.ref_prefix = "#/components/schemas/" if v3 else "#/definitions/"
+        # Definitions of custom resources (from their CRD's schema), by name: see ``custom_types``.
+        self.custom: dict[str, dict[str, Any]] = {}
 
     # ---- schemas
 
@@ -261,9 +263,12 @@ class _Builder:
         return out
 
     def definitions(self, roots: Iterable[str]) -> dict[str, Any]:
-        """Every published type reachable from ``roots``, rendered."""
+        """Every published type reachable from ``roots``, rendered (custom resources' too)."""
+        roots = set(roots)
+        custom = {name: d for name, d in self.custom.items() if name in roots}
+        roots |= _referenced(custom)
         seen: set[str] = set()
-        todo = [r for r in roots if r in self.schema]
+        todo = [r for r in roots if r in self.schema and r not in self.custom]
         while todo:
             name = todo.pop()
             if name in seen:
@@ -275,11 +280,34 @@ class _Builder:
                     if shape.ref and shape.ref not in seen:
                         todo.append(shape.ref)
                     shape = shape.items or shape.values
-        return {
+        out = {
             name: self.definition(self.schema.type(name))
             for name in sorted(seen)
             if self.schema.type(name).published
         }
+        out.update(custom)
+        return dict(sorted(out.items()))
+
+    def custom_types(self, r: ResourceRecord) -> tuple[str, str] | None:
+        """A custom resource's definitions (kind and list), made from its CRD version's schema.
+
+        A resource is custom when its strategy has ``openapi_schema`` (the version's
+        ``schema.openAPIV3Schema``, or None) and the schema table has no type for its kind.
+        Returns the two definition names, or None for other resources.
+        """
+        strategy = getattr(r, "strategy", None)
+        if strategy is None or not hasattr(strategy, "openapi_schema"):
+            return None
+        if self.schema.type_for(r.group, r.version, r.kind) is not None:
+            return None
+        base = f"{_reversed_group(r.group)}.{r.version}."
+        name, list_name = base + r.kind, base + r.kind + "List"
+        if name not in self.custom:
+            raw = getattr(strategy, "openapi_schema", None)
+            self.custom[name] = custom_definition(raw if isinstance(raw, dict) else None, r.group, r.version,
+                                                  r.kind, v3=self.v3)
+            self.custom[list_name] = custom_list_definition(name, r.group, r.version, r.kind, v3=self.v3)
+        return name, list_name
 
     # ---- operations
 
@@ -353,8 +381,11 @@ class _Builder:
 
     def resource_paths(self, r: ResourceRecord) -> dict[str, Any]:
         """The paths kube-apiserver registers for one resource and its subresources."""
-        t = self.schema.type_for(r.group, r.version, r.kind)
-        list_t = self.schema.type_for(r.group, r.version, r.kind + "List")
+        t: TypeDef | _Named | None = self.schema.type_for(r.group, r.version, r.kind)
+        list_t: TypeDef | _Named | None = self.schema.type_for(r.group, r.version, r.kind + "List")
+        custom = self.custom_types(r) if t is None else None
+        if custom is not None:
+            t, list_t = _Named(custom[0]), _Named(custom[1])
         if t is None:
             return {}
         prefix = "/" + _gv_path(r.group, r.version)
@@ -466,6 +497,8 @@ class _Builder:
             sub_t = self.schema.get(body_name) if body_name else t
             if sub_t is None:
                 continue
+            if isinstance(sub_t, _Named):
+                sub_t = _Named(sub_t.name, (GVK(r.group, r.version, r.kind),))
             sub_kind = r.kind + sub[:1].upper() + sub[1:]
             sub_gvk = {"group": sub_t.gvks[0].group, "kind": sub_t.gvks[0].kind, "version": sub_t.gvks[0].version} if sub_t.gvks else gvk
             ops: dict[str, Any] = {}
@@ -506,6 +539,115 @@ class _Builder:
 
 
 _RESPONSE_TEXT = {"200": "OK", "201": "Created", "202": "Accepted"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    """A custom resource's definition where resource_paths wants a TypeDef (its name and kinds)."""
+
+    name: str
+    gvks: tuple[GVK, ...] = ()
+
+
+def _reversed_group(group: str) -> str:
+    """``stable.example.com`` -> ``com.example.stable`` (kube's definition name prefix of a CRD's kinds)."""
+    return ".".join(reversed(group.split(".")))
+
+
+_OBJECT_META = _META + "ObjectMeta"
+_LIST_META = _META + "ListMeta"
+_API_VERSION_TEXT = ("APIVersion defines the versioned schema of this representation of an object. Servers should "
+                     "convert recognized schemas to the latest internal value, and may reject unrecognized values. "
+                     "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md"
+                     "#resources")
+_KIND_TEXT = ("Kind is a string value representing the REST resource this object represents. Servers may infer "
+              "this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+              "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
+_METADATA_TEXT = ("Standard object's metadata. More info: "
+                  "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata")
+_LIST_METADATA_TEXT = ("Standard list metadata. More info: "
+                       "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds")
+# Keys of a structural schema swagger 2.0 cannot say (kube's ToStructuralOpenAPIV2 drops them).
+_V2_DROPPED = frozenset(("oneOf", "anyOf", "allOf", "not", "nullable", "x-kubernetes-validations"))
+
+
+def _ref_with(v3: bool, target: str, description: str) -> dict[str, Any]:
+    prefix = "#/components/schemas/" if v3 else "#/definitions/"
+    if v3:
+        return {"allOf": [{"$ref": prefix + target}], "default": {}, "description": description}
+    return {"$ref": prefix + target, "description": description}
+
+
+def _publishable(schema: Any, v3: bool) -> Any:
+    """A CRD schema node as kube publishes it: v2 without what swagger 2.0 lacks."""
+    if isinstance(schema, list):
+        return [_publishable(s, v3) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("properties", "patternProperties", "definitions") and isinstance(value, dict):
+            out[key] = {k: _publishable(v, v3) for k, v in value.items()}
+        elif key in ("items", "additionalProperties", "additionalItems") and isinstance(value, (dict, list)):
+            out[key] = _publishable(value, v3)
+        elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+            if v3:
+                out[key] = [_publishable(v, v3) for v in value]
+        elif key == "not" and isinstance(value, dict):
+            if v3:
+                out[key] = _publishable(value, v3)
+        elif v3 or key not in _V2_DROPPED:
+            out[key] = value
+    if schema.get("x-kubernetes-int-or-string") is True:
+        out.pop("type", None)
+        if v3 and "anyOf" not in out:
+            out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if not v3 and schema.get("nullable") is True:
+        # swagger 2.0 has no null: kube leaves the type out so that a null validates.
+        out.pop("type", None)
+    return out
+
+
+def custom_definition(schema: dict[str, Any] | None, group: str, version: str, kind: str, *, v3: bool
+                      ) -> dict[str, Any]:
+    """The definition of a custom kind from its CRD version's ``openAPIV3Schema`` (kube's CRD builder):
+    the schema with ``apiVersion``, ``kind`` and ``metadata`` (ObjectMeta) filled in, and its
+    ``x-kubernetes-group-version-kind``."""
+    out: dict[str, Any] = _publishable(dict(schema or {}), v3)
+    if not out.get("type"):
+        out["type"] = "object"
+    props = dict(out.get("properties") or {})
+    props["apiVersion"] = {"description": _API_VERSION_TEXT, "type": "string", **_plain(props.get("apiVersion"))}
+    props["kind"] = {"description": _KIND_TEXT, "type": "string", **_plain(props.get("kind"))}
+    props["metadata"] = _ref_with(v3, _OBJECT_META, _METADATA_TEXT)
+    out["properties"] = props
+    out["x-kubernetes-group-version-kind"] = [{"group": group, "kind": kind, "version": version}]
+    return out
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    """A CRD's own apiVersion/kind node, minus what the server sets."""
+    return {k: v for k, v in node.items() if k != "type"} if isinstance(node, dict) else {}
+
+
+def custom_list_definition(item: str, group: str, version: str, kind: str, *, v3: bool) -> dict[str, Any]:
+    """``<Kind>List`` of a custom kind, as kube's CRD builder makes it."""
+    prefix = "#/components/schemas/" if v3 else "#/definitions/"
+    return {
+        "description": f"{kind}List is a list of {kind}",
+        "properties": {
+            "apiVersion": {"description": _API_VERSION_TEXT, "type": "string"},
+            "items": {"description": f"List of {kind.lower()}s. More info: "
+                                     "https://git.k8s.io/community/contributors/devel/sig-architecture/"
+                                     "api-conventions.md",
+                      "items": {"$ref": prefix + item}, "type": "array"},
+            "kind": {"description": _KIND_TEXT, "type": "string"},
+            "metadata": _ref_with(v3, _LIST_META, _LIST_METADATA_TEXT),
+        },
+        "required": ["items"],
+        "type": "object",
+        "x-kubernetes-group-version-kind": [{"group": group, "kind": kind + "List", "version": version}],
+    }
 
 
 def _an(kind: str) -> str:
@@ -605,7 +747,7 @@ class OpenAPIDocuments:
             paths.update(b.resources_path(g, v))
         for r in self._resources:
             paths.update(b.resource_paths(r))
-        roots = {t.name for t in self._schema if t.published} | _referenced(paths)
+        roots = {t.name for t in self._schema if t.published} | _referenced(paths) | set(b.custom)
         return {
             "definitions": b.definitions(roots),
             "info": {"title": "Kubernetes", "version": self._version},
