@@ -9,6 +9,7 @@ from typing import Final
 
 from kapi.apis import (apiextensions, apps, authentication, authorization, autoscaling, batch, coordination,
                        events, flowcontrol, rbac)
+from kapi.apis import discovery, networking, node, policy, scheduling, storage
 from kapi.apis.core import (configmaps, endpoints, events as core_events, limitranges, namespaces, nodes,
     persistentvolumes, pods, replicationcontrollers, resourcequotas, secrets, serviceaccounts, services)
 from kapi.registry.resources import Resource
@@ -43,8 +44,26 @@ BUILTIN: Final[tuple[Resource, ...]] = (
     # batch/v1
     batch.JOBS,
     batch.CRON_JOBS,
+    # networking.k8s.io/v1
+    networking.INGRESSES,
+    networking.INGRESS_CLASSES,
+    networking.NETWORK_POLICIES,
+    # policy/v1
+    policy.POD_DISRUPTION_BUDGETS,
+    # storage.k8s.io/v1
+    storage.STORAGE_CLASSES,
+    storage.VOLUME_ATTACHMENTS,
+    storage.CSI_DRIVERS,
+    storage.CSI_NODES,
+    storage.CSI_STORAGE_CAPACITIES,
+    # scheduling.k8s.io/v1
+    scheduling.PRIORITY_CLASSES,
     # coordination.k8s.io/v1
     coordination.LEASES,
+    # node.k8s.io/v1
+    node.RUNTIME_CLASSES,
+    # discovery.k8s.io/v1
+    discovery.ENDPOINT_SLICES,
     # events.k8s.io/v1: the same objects as core/v1 events, another shape
     events.EVENTS,
     # rbac.authorization.k8s.io/v1

@@ -1,4 +1,5 @@
-"""What every server keeps in storage: the system namespaces and the ``kubernetes`` Service and Endpoints."""
+"""What every server keeps in storage: the system namespaces, the system PriorityClasses, and the
+``kubernetes`` Service and Endpoints."""
 
 from __future__ import annotations
 
@@ -7,16 +8,17 @@ import logging
 from kapi import errors
 from kapi.apis.core.namespaces import INITIAL_NAMESPACES
 from kapi.apis.core.services import SERVICE_CIDR
+from kapi.apis.scheduling import system_priority_classes
 from kapi.controllers.namespace import NamespaceController
 from kapi.registry.store import Registry, WriteOptions
 
-__all__ = ["bootstrap", "publish_endpoint"]
+__all__ = ["bootstrap", "ensure_system_priority_classes", "publish_endpoint"]
 
 log = logging.getLogger("kapi")
 
 
 async def bootstrap(registry: Registry, namespaces: NamespaceController) -> None:
-    """The system namespaces kube-apiserver keeps, with their contents."""
+    """The system namespaces kube-apiserver keeps, with their contents, and the system PriorityClasses."""
     ns_res = registry.table.get("", "v1", "namespaces")
     assert ns_res is not None
     for name in INITIAL_NAMESPACES:
@@ -26,6 +28,20 @@ async def bootstrap(registry: Registry, namespaces: NamespaceController) -> None
         except errors.StatusError as err:  # nothing stored may stop the start (issue 10)
             log.error("cannot ensure namespace %s: %s", name, err.message)
         await namespaces.ensure_namespace_contents(name)
+    await ensure_system_priority_classes(registry)
+
+
+async def ensure_system_priority_classes(registry: Registry) -> None:
+    """system-node-critical and system-cluster-critical, as kube's scheduling post-start hook keeps them
+    (created when missing; a stored one is left as it is)."""
+    res = registry.table.get("scheduling.k8s.io", "v1", "priorityclasses")
+    if res is None:
+        return
+    for obj in system_priority_classes():
+        try:
+            await registry.ensure_exists(res, "", obj)
+        except errors.StatusError as err:  # nothing stored may stop the start (issue 10)
+            log.error("cannot ensure priority class %s: %s", obj["metadata"]["name"], err.message)
 
 
 async def publish_endpoint(registry: Registry, host: str, port: int) -> None:

@@ -101,7 +101,10 @@ def test_generation_and_create_on_update_as_before() -> None:
                        "customresourcedefinitions.apiextensions.k8s.io",
                        "flowschemas.flowcontrol.apiserver.k8s.io",
                        "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io",
-                       "replicationcontrollers", "horizontalpodautoscalers.autoscaling"}
+                       "replicationcontrollers", "horizontalpodautoscalers.autoscaling",
+                       "ingresses.networking.k8s.io", "ingressclasses.networking.k8s.io",
+                       "networkpolicies.networking.k8s.io", "poddisruptionbudgets.policy",
+                       "endpointslices.discovery.k8s.io"}
     assert {r.qualified for r in BUILTIN if r.strategy.generation_on_annotations} == {"deployments.apps"}
     assert {r.qualified for r in BUILTIN if r.strategy.create_on_update} == {
         "endpoints", "events", "leases.coordination.k8s.io", "events.events.k8s.io",
