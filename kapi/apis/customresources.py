@@ -1,0 +1,279 @@
+"""Custom resources: the served Resources of one CustomResourceDefinition (apiextensions-apiserver's
+``crdHandler`` serving info and ``pkg/registry/customresource``).
+
+``custom_resources(crd)`` gives one ``Resource`` per served version; each has its own
+``CustomResourceStrategy`` built once from that version's schema: the structural tree (validation,
+pruning, defaulting: ``kapi.object.structural``), its CEL rules compiled once
+(``kapi.object.cel``), the printer columns, selectable fields and scale paths. Objects are stored
+under ``/registry/<group>/<plural>/`` in the storage version; another served version converts on the
+way in and out with the CRD's conversion (``kapi.apis.crdconversion``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from kapi.apis.crdconversion import Conversion, conversion_for
+from kapi.encoding.tables.custom import custom_printer
+from kapi.errors import Cause
+from kapi.object.jsonpath import Path, compile_path
+from kapi.object.selectors import META_FIELDS, FieldLabels, format_label_selector
+from kapi.object.structural import Structural, from_props
+from kapi.registry.resources import Resource
+from kapi.registry.strategy import Obj, Strategy
+
+try:  # owner 1's structural operations (issue 14)
+    from kapi.object.structural.validation import validate as _validate_structural  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - until they land
+    try:
+        from kapi.object.structural import validate as _validate_structural  # type: ignore[attr-defined,no-redef]
+    except ImportError:
+        _validate_structural = None  # type: ignore[assignment]
+try:
+    from kapi.object.structural import prune as _prune  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    _prune = None  # type: ignore[assignment]
+try:
+    from kapi.object.structural import default as _default  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    _default = None  # type: ignore[assignment]
+try:  # owner 2's CEL
+    from kapi.object.cel import compile_rules as _compile_rules  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    _compile_rules = None  # type: ignore[assignment]
+
+__all__ = ["CustomResourceStrategy", "custom_resources", "deprecation_warning"]
+
+_METADATA_SCHEMA_KEYS = ("metadata", "apiVersion", "kind")
+
+
+def deprecation_warning(group: str, version: Mapping[str, Any], kind: str) -> str:
+    """The Warning text of a deprecated version: its deprecationWarning, else kube's default."""
+    if not version.get("deprecated"):
+        return ""
+    text = version.get("deprecationWarning")
+    if isinstance(text, str) and text:
+        return text
+    return f"{group}/{version.get('name', '')} {kind} is deprecated"
+
+
+def _field_label(json_path: str) -> str:
+    return json_path[1:] if json_path.startswith(".") else json_path
+
+
+def _selectable_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    return str(value)
+
+
+def _set_path(obj: Obj, path: str, value: Any) -> None:
+    """Write ``value`` at a simple ``.a.b.c`` path, making the maps on the way (scale's specReplicasPath)."""
+    parts = [p for p in path.lstrip(".").split(".") if p]
+    cur = obj
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        if not isinstance(nxt, dict):
+            nxt = cur[p] = {}
+        cur = nxt
+    if parts:
+        cur[parts[-1]] = value
+
+
+class CustomResourceStrategy(Strategy):
+    """How the generic store treats the objects of one CRD version (kube's customresource strategy)."""
+
+    core_finalizers = False  # custom objects may have any qualified finalizer
+    tracks_generation = True
+    list_hint = "list within a namespace or with a narrower label selector"
+
+    def __init__(self, *, group: str, version: str, kind: str, storage_version: str,
+                 props: Obj | None, has_status: bool, scale: Mapping[str, Any] | None,
+                 columns: list[Mapping[str, Any]] | None, selectable: list[str],
+                 conversion: Conversion | None) -> None:
+        self.group = group
+        self.version = version
+        self.kind = kind
+        self.api_version = f"{group}/{version}"
+        self.storage_api_version = f"{group}/{storage_version or version}"
+        self.has_status = has_status
+        self.props = props
+        self.openapi_schema = props  # published by kapi.api.openapi
+        self.schema: Structural | None = from_props(props) if isinstance(props, dict) else None
+        self.conversion = conversion
+        self.printer = custom_printer(columns)  # type: ignore[misc]
+        self.selectable: tuple[tuple[str, Path], ...] = tuple(
+            (_field_label(p), compile_path(p)) for p in selectable)
+        # kube's CR field label conversion: metadata.name, metadata.namespace and the selectable fields
+        self.field_labels = FieldLabels(META_FIELDS | {label for label, _ in self.selectable},  # type: ignore[misc]
+                                        converts=bool(self.selectable))
+        scale = scale or {}
+        self.spec_replicas_path = str(scale.get("specReplicasPath", "") or "")
+        self.status_replicas_path = str(scale.get("statusReplicasPath", "") or "")
+        self.label_selector_path = str(scale.get("labelSelectorPath", "") or "")
+        self._spec_replicas = compile_path(self.spec_replicas_path) if self.spec_replicas_path else None
+        self._status_replicas = compile_path(self.status_replicas_path) if self.status_replicas_path else None
+        self._label_selector = compile_path(self.label_selector_path) if self.label_selector_path else None
+        # CEL rules compiled once per version (None: no rules, or CEL not available)
+        self.rules: Any = None
+        self.rule_errors: list[Cause] = []
+        if self.schema is not None and _compile_rules is not None:
+            compiled = _compile_rules(self.schema)
+            if isinstance(compiled, list):
+                self.rule_errors = compiled  # the CRD's validation refuses these; serve without rules
+            else:
+                self.rules = compiled
+
+    # ------------------------------------------------------------ schema
+
+    def _prune(self, obj: Obj) -> list[str]:
+        if self.schema is None or _prune is None:
+            return []
+        return list(_prune(obj, self.schema) or [])
+
+    def _apply_defaults(self, obj: Obj) -> None:
+        if self.schema is not None and _default is not None:
+            _default(obj, self.schema)
+
+    def unknown_fields(self, obj: Obj) -> list[str] | None:
+        """The fields the version's schema prunes (fieldValidation Warn/Strict), found on a copy."""
+        if self.schema is None or _prune is None:
+            return []
+        return self._prune(copy.deepcopy(obj))
+
+    def canonicalize(self, obj: Obj) -> None:
+        self._prune(obj)
+
+    def default(self, obj: Obj, old: Obj | None) -> None:
+        self._apply_defaults(obj)
+
+    def _schema_causes(self, obj: Obj, old: Obj | None) -> list[Cause]:
+        causes: list[Cause] = []
+        if self.schema is not None and _validate_structural is not None:
+            causes.extend(_validate_structural(self.schema, obj))
+        if not causes and self.rules is not None:
+            causes.extend(self.rules.validate(obj, old))
+        return causes
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return self._schema_causes(obj, None)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return self._schema_causes(new, old)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return self._schema_causes(new, old)
+
+    def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
+        new = super().prepare_for_update(res, new, old, subresource)
+        if subresource == "status":
+            # a status write is pruned and defaulted as any write (the status strategy's canonicalize)
+            self._prune(new)
+            self._apply_defaults(new)
+        return new
+
+    def spec_changed(self, new: Obj, old: Obj) -> bool:
+        """kube's CR strategy: anything but metadata changed (status too, without a status subresource)."""
+        strip = ("metadata", "status") if self.has_status else ("metadata",)
+        return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
+
+    # ------------------------------------------------------------- scale
+
+    def scale_of(self, obj: Obj) -> tuple[int, int, str]:
+        def replicas(path: Path | None) -> int:
+            if path is None:
+                return 0
+            found, value = path.first(obj)
+            return value if found and isinstance(value, int) and not isinstance(value, bool) else 0
+
+        selector = ""
+        if self._label_selector is not None:
+            found, value = self._label_selector.first(obj)
+            if found and isinstance(value, str):
+                selector = value
+            elif found and isinstance(value, dict):
+                selector = format_label_selector(value)
+        return replicas(self._spec_replicas), replicas(self._status_replicas), selector
+
+    def set_replicas(self, obj: Obj, replicas: int) -> None:
+        _set_path(obj, self.spec_replicas_path or ".spec.replicas", replicas)
+
+    # ----------------------------------------------------------- storage
+
+    def _convert(self, obj: Obj, api_version: str) -> Obj:
+        if obj.get("apiVersion") == api_version:
+            return obj
+        if self.conversion is not None:
+            return self.conversion.convert_sync(obj, api_version)
+        out = dict(obj)
+        out["apiVersion"] = api_version
+        return out
+
+    def to_storage(self, obj: Obj) -> Obj:
+        return self._convert(obj, self.storage_api_version)
+
+    def from_storage(self, obj: Obj) -> Obj:
+        obj = self._convert(obj, self.api_version)
+        if self.schema is not None:
+            # kube's storage decoder prunes and defaults what it reads (a schema changed since the write)
+            self._prune(obj)
+            self._apply_defaults(obj)
+        return obj
+
+    # ------------------------------------------------------------- reads
+
+    def own_field_values(self, obj: Obj) -> dict[str, str]:
+        out = {}
+        for label, path in self.selectable:
+            found, value = path.first(obj)
+            out[label] = _selectable_value(value) if found else ""
+        return out
+
+
+def custom_resources(crd: Obj) -> list[Resource]:
+    """One Resource per served version of ``crd`` (a CustomResourceDefinition, apiextensions.k8s.io/v1).
+
+    Names come from ``status.acceptedNames`` when the CRD has them, else from ``spec.names``.
+    """
+    spec = crd.get("spec") or {}
+    group = str(spec.get("group", ""))
+    names = dict(spec.get("names") or {})
+    accepted = (crd.get("status") or {}).get("acceptedNames") or {}
+    if accepted.get("plural") and accepted.get("kind"):
+        names = dict(accepted)
+    plural = str(names.get("plural", ""))
+    kind = str(names.get("kind", ""))
+    singular = str(names.get("singular") or kind.lower())
+    namespaced = spec.get("scope", "Namespaced") != "Cluster"
+    versions = [v for v in spec.get("versions") or () if isinstance(v, dict)]
+    storage = next((str(v.get("name")) for v in versions if v.get("storage")), "")
+    try:
+        conversion: Conversion | None = conversion_for(crd)
+    except Exception:  # noqa: BLE001 - an unusable webhook config: the None strategy serves reads
+        conversion = None
+    out = []
+    for v in versions:
+        if not v.get("served"):
+            continue
+        name = str(v.get("name", ""))
+        sub = v.get("subresources") or {}
+        subresources = tuple(s for s in ("status", "scale") if isinstance(sub, dict) and s in sub)
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        selectable = [str(f.get("jsonPath", "")) for f in v.get("selectableFields") or () if isinstance(f, dict)]
+        strategy = CustomResourceStrategy(
+            group=group, version=name, kind=kind, storage_version=storage, props=schema,
+            has_status="status" in subresources, scale=sub.get("scale") if "scale" in subresources else None,
+            columns=v.get("additionalPrinterColumns"), selectable=selectable, conversion=conversion)
+        out.append(Resource(
+            group=group, version=name, resource=plural, kind=kind, namespaced=namespaced,
+            short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
+            subresources=subresources, storage_prefix=f"{group}/{plural}", strategy=strategy,
+            singular_name=singular, storage_version=storage if storage and storage != name else "",
+            warning=deprecation_warning(group, v, kind)))
+    return out
