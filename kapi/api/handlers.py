@@ -44,6 +44,8 @@ _BODY_KINDS = {"Scale": _SCALE, "TokenRequest": ("authentication.k8s.io", "v1", 
 # (namespace, name, body, warnings, annotate(key, value) for audit) -> answer.
 NamedCreate = Callable[[str, str, Obj, list[str], Callable[[str, str], None]], Awaitable[Obj]]
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
+_NO_SMP = ("the body of the request was in an unknown format - accepted media types include: "
+           "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
 LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
 
 
@@ -255,8 +257,9 @@ class Handlers:
         if mode not in _FIELD_VALIDATION:
             raise errors.BadRequest(f"invalid fieldValidation directive: {mode}, valid values: "
                                     "Ignore, Warn, Strict")
+        own = None if kind else res.strategy.unknown_fields(obj)  # a custom resource's schema answers
         group, version, kind = _BODY_KINDS.get(kind, (res.group, res.version, res.kind))
-        unknown = unknown_fields(self.schema, (group, version, kind), obj)
+        unknown = own if own is not None else unknown_fields(self.schema, (group, version, kind), obj)
         if not unknown:
             return obj
         if mode == "Strict":
@@ -264,6 +267,8 @@ class Handlers:
                 f'unknown field "{p}"' for p in unknown))
         if mode == "Warn":
             ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
+        if own is not None:
+            return obj  # the strategy prunes them on the write
         return prune_unknown_fields(self.schema, (group, version, kind), obj)
 
     async def create(self, ctx: RequestContext, res: Resource) -> Response:
@@ -322,6 +327,9 @@ class Handlers:
         info = ctx.info
         opts = self._write_options(ctx)
         out = self._out(ctx, res)
+        if not res.strategy.strategic_merge_patch and ctx.header("content-type").split(";", 1)[0].strip().lower() \
+                == "application/strategic-merge-patch+json":
+            raise errors.UnsupportedMediaType(_NO_SMP)  # kube: custom resources have no patch strategy
         patcher = patcher_for(ctx.header("content-type"))
         try:
             patch = typed.load_json(ctx.body) if ctx.body.strip() else None

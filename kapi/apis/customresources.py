@@ -92,6 +92,7 @@ class CustomResourceStrategy(Strategy):
     core_finalizers = False  # custom objects may have any qualified finalizer
     tracks_generation = True
     list_hint = "list within a namespace or with a narrower label selector"
+    strategic_merge_patch = False  # kube: 415, custom resources have no patch strategy
 
     def __init__(self, *, group: str, version: str, kind: str, storage_version: str,
                  props: Obj | None, has_status: bool, scale: Mapping[str, Any] | None,

@@ -114,8 +114,16 @@ class Strategy:
     printer: ClassVar[Printer] = DEFAULT_PRINTER
     # How to make an expensive LIST of the kind cheaper (the Warning of a LIST that scanned much).
     list_hint: ClassVar[str] = "list within a namespace or with a narrower selector"
+    # Strategic merge patch applies (kube has no patch strategy for custom resources: 415 there).
+    strategic_merge_patch: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ writes
+
+    def unknown_fields(self, obj: Obj) -> list[str] | None:
+        """The paths of fields a body has that the kind does not (fieldValidation Warn/Strict), without
+        changing ``obj``; None: the built-in Schema answers (and drops them). A kind that answers here
+        drops them itself (its ``canonicalize``): a custom resource's structural pruning."""
+        return None
 
     def canonicalize(self, obj: Obj) -> None:
         """Field folding of every write, before defaulting (in place); kube's conversion does it."""
