@@ -9,6 +9,7 @@ fallback from cache to storage in the cacher.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any, Mapping
@@ -115,8 +116,22 @@ async def list(reg: Registry, res: Resource, namespace: str, opts: ListOptions) 
     """A LIST through the watch cache (which answers or asks storage, SEMANTICS §1.2), or from storage."""
     sel = reg.selection(res, opts)
     prefix = reg.prefix(res, namespace)
-    cacher = reg.cachers.get(res.cache_key)
+    cacher = reg.cacher_of(res)
     if cacher is None:
         reg.metrics.storage_list_total.labels(group=res.group, resource=res.resource, reason="uncached").inc()
     backend = cacher if cacher is not None else reg.storage
-    return await backend.get_list(prefix, opts, predicate(reg, res, sel))
+    page = await backend.get_list(prefix, opts, predicate(reg, res, sel))
+    if res.strategy.converts_async and page.items:
+        page = await _converted_page(reg, res, page)
+    return page
+
+
+async def _converted_page(reg: Registry, res: Resource, page: Page) -> Page:
+    """A page of stored objects in the version ``res`` serves, converted in one call (a webhook's)."""
+    stored = res.storage_version or res.version
+    api_version = f"{res.group}/{stored}" if res.group else stored
+    objs = [{"apiVersion": api_version, "kind": res.kind, **orjson.loads(bytes(e.data))} for e in page.items]
+    converted = await reg.served(res, objs)
+    items = [Entry(e.key, e.namespace, e.name, e.rv, e.labels, e.fields, listitems.list_item(obj))
+             for e, obj in zip(page.items, converted)]
+    return dataclasses.replace(page, items=items)

@@ -9,9 +9,10 @@ turns ``StorageError`` into API errors. LIST is in ``listing``, WATCH in ``watch
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 import orjson
 import trio
@@ -35,7 +36,7 @@ from kapi.registry.strategy import Access, Allocation
 from kapi.storage.base import KeyValue, ListResult, Storage
 
 Obj = dict[str, Any]
-Mutate = Callable[[Obj], Obj]
+Mutate = Callable[[Obj], Obj | Awaitable[Obj]]
 log = logging.getLogger("kapi.registry")
 
 _GUARANTEED_UPDATE_TRIES = 16
@@ -167,6 +168,22 @@ class Registry:
             self.skip_corrupt(exc)
             return None
 
+    async def served(self, res: Resource, objs: list[Obj]) -> list[Obj]:
+        """Decoded objects in the version ``res`` serves, where its conversion is I/O (a webhook)."""
+        if not res.strategy.converts_async or not objs:
+            return objs
+        return await res.strategy.convert_from_storage(objs)
+
+    async def encode_async(self, res: Resource, obj: Obj) -> bytes:
+        """``encode``, converted to the storage version first where that is I/O (a webhook)."""
+        if res.strategy.converts_async:
+            obj = await res.strategy.convert_to_storage(obj)
+        return self.encode(res, obj)
+
+    def cacher_of(self, res: Resource) -> Cacher | None:
+        """The watch cache serving ``res``: none where its conversion is I/O (kapi serves those from storage)."""
+        return None if res.strategy.converts_async else self.cachers.get(res.cache_key)
+
     def encode(self, res: Resource, obj: Obj) -> bytes:
         stored = res.strategy.to_storage(obj)
         md = stored.get("metadata", {})
@@ -239,7 +256,7 @@ class Registry:
 
     async def get(self, res: Resource, namespace: str, name: str, resource_version: str = "") -> Obj:
         """GET: from storage, or from the watch cache when a resourceVersion is given (SEMANTICS §3.1)."""
-        cacher = self.cachers.get(res.cache_key)
+        cacher = self.cacher_of(res)
         if resource_version and cacher is not None and cacher.ready:
             return await listing.get_cached(self, cacher, res, namespace, name, resource_version)
         if resource_version:
@@ -248,7 +265,8 @@ class Registry:
             current = await self.storage.current_revision()
             if rv > current:
                 raise errors.too_large_resource_version(rv, current, retry_after_s=0)
-        return self.decode_one(res, await self.get_kv(res, namespace, name))
+        obj = self.decode_one(res, await self.get_kv(res, namespace, name))
+        return (await self.served(res, [obj]))[0] if res.strategy.converts_async else obj
 
     # --------------------------------------------- cache, list (listing.py)
 
@@ -278,7 +296,7 @@ class Registry:
             md.pop("resourceVersion", None)
             return obj
         try:
-            rev = await self.storage.create(self.key(res, namespace, md["name"]), self.encode(res, obj))
+            rev = await self.storage.create(self.key(res, namespace, md["name"]), await self.encode_async(res, obj))
         except errors.KeyExists:
             raise errors.already_exists(res.resource, res.group, md["name"]) from None
         self.wrote(res, rev)
@@ -417,10 +435,13 @@ class Registry:
             if kv is None:
                 kv = await self.get_kv(res, namespace, name)
             old = self.decode_one(res, kv)
+            if res.strategy.converts_async:
+                old = (await self.served(res, [old]))[0]
             # Objects stored before they took Go's shape get it here too, so the comparisons below
             # (generation, no-op writes) see only what the client changed.
             go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
-            new = mutate(copy.deepcopy(old))
+            mutated = mutate(copy.deepcopy(old))
+            new = await mutated if inspect.isawaitable(mutated) else mutated
             new = self._prepare_update(res, new, old, subresource)
             # After validation, on each try: what is judged is the object this try would write.
             await res.strategy.authorize_write(new, old, opts)
@@ -436,7 +457,7 @@ class Registry:
                     kv = None
                     continue
                 return new
-            value = self.encode(res, new)
+            value = await self.encode_async(res, new)
             if value == kv.value:
                 return old  # nothing changed: no write, the resourceVersion stays
             if opts.dry_run:

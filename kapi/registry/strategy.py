@@ -217,6 +217,20 @@ class Strategy:
         """The stored object in the shape this resource serves."""
         return obj
 
+    # Conversion that is I/O (a CRD's conversion webhook): the registry awaits ``convert_from_storage``
+    # on what ``from_storage`` gave (objects of reads, LIST pages from storage, storage watch events)
+    # and ``convert_to_storage`` before ``to_storage`` on writes; such a resource is served without a
+    # watch cache. An instance may set its own value.
+    converts_async: bool = False
+
+    async def convert_from_storage(self, objs: list[Obj]) -> list[Obj]:
+        """Stored objects (``from_storage`` done) in the version this resource serves, in one call."""
+        return objs
+
+    async def convert_to_storage(self, obj: Obj) -> Obj:
+        """An object of this resource's version in the version it is stored in (before ``to_storage``)."""
+        return obj
+
     # ------------------------------------------------------------------ reads
 
     def field_values(self, obj: Obj, namespaced: bool) -> dict[str, str]:

@@ -120,10 +120,12 @@ async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOp
     for more after the initial events, the window catch-up and the end bookmark: they have been
     handed off. A watch with none of them calls it when its stream starts. Never per event.
     """
-    cacher = reg.cachers.get(res.cache_key)
+    cacher = reg.cacher_of(res)
     if cacher is None:
-        return _storage_watch_lines(watch(reg, res, namespace, opts, initialized=initialized),
-                                    reg.schema if proto else None)
+        events = watch(reg, res, namespace, opts, initialized=initialized)
+        if res.strategy.converts_async:
+            events = _converted_events(reg, res, events)
+        return _storage_watch_lines(events, reg.schema if proto else None)
     sel = reg.selection(res, opts)
     if opts.resource_version not in ("", "0"):
         meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
@@ -143,6 +145,21 @@ WATCH_BATCH_BYTES = 256 * 1024  # initial events go out in writes of about this 
 
 async def _one_line(line: bytes) -> AsyncIterator[bytes]:
     yield line
+
+
+async def _converted_events(reg: Registry, res: Resource, events: AsyncIterator[tuple[str, Obj]]
+                            ) -> AsyncIterator[tuple[str, Obj]]:
+    """A storage watch's events with each object converted (a conversion webhook); a failed
+    conversion ends the watch with an ERROR event (kube's watch ends on a conversion error too)."""
+    async with aclosing(events):  # type: ignore[type-var]
+        async for kind, obj in events:
+            if kind not in ("ERROR", "BOOKMARK"):
+                try:
+                    obj = (await reg.served(res, [obj]))[0]
+                except errors.StatusError as err:
+                    yield "ERROR", err.to_status()
+                    return
+            yield kind, obj
 
 
 async def _storage_watch_lines(events: AsyncIterator[tuple[str, Obj]],

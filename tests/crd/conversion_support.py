@@ -106,3 +106,37 @@ async def request(client: Client, method: str, path: str, body: Any = None,
     out = dict(resp.headers)
     out["warning"] = "\n".join(warnings)
     return resp.status_code, out, orjson.loads(resp.content) if resp.content else None
+
+
+@dataclasses.dataclass(eq=False)
+class WebhookVersionStrategy(Strategy):
+    """A version served by a conversion webhook: the registry awaits the conversion (converts_async)."""
+
+    version: str
+    storage: str
+    conversion: Conversion
+    openapi_schema: Obj | None = None
+    converts_async: bool = True
+
+    async def convert_from_storage(self, objs: list[Obj]) -> list[Obj]:
+        return await self.conversion.convert(objs, f"{GROUP}/{self.version}")
+
+    async def convert_to_storage(self, obj: Obj) -> Obj:
+        return await self.conversion.convert_one(obj, f"{GROUP}/{self.storage}")
+
+
+def webhook_resources(definition: Obj, conversion: Conversion) -> list[Resource]:
+    """The served versions of a Webhook-converting ``definition``; the non-storage ones have no watch cache."""
+    spec = definition["spec"]
+    storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
+    out = []
+    for v in spec["versions"]:
+        if not v.get("served"):
+            continue
+        is_storage = v["name"] == storage
+        strategy: Strategy = (VersionStrategy(v["name"], storage, conversion) if is_storage
+                              else WebhookVersionStrategy(v["name"], storage, conversion))
+        out.append(Resource(group=GROUP, version=v["name"], resource="crontabs", kind="CronTab",
+                            singular_name="crontab", subresources=("status",), cacheable=is_storage,
+                            storage_version="" if is_storage else storage, strategy=strategy))
+    return out
