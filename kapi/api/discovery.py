@@ -8,14 +8,36 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from kapi.registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
+from kapi.registry.resources import GROUP_ORDER, SUBRESOURCE_VERBS, Resource, ResourceTable
 
 Obj = dict[str, Any]
+
+
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """kube's CompareKubeAwareVersionStrings as a sort key (smallest first = highest priority):
+    GA before beta before alpha, a higher major then a higher minor first; other names after, by name."""
+    m = _KUBE_VERSION.match(version)
+    if m is None:
+        return (3, 0, 0, version)
+    major, level, minor = int(m.group(1)), m.group(2), int(m.group(3) or 0)
+    return ({None: 0, "beta": 1, "alpha": 2}[level], -major, -minor, "")
+
+
+def ordered_versions(group: str, versions: list[str]) -> list[str]:
+    """A group's versions in discovery order: a built-in group's as the table lists them (its
+    preferred first), a custom group's by kube's version priority (CRDs)."""
+    if group in GROUP_ORDER:
+        return versions
+    return sorted(versions, key=version_priority)
 
 
 def _storage_version_hash(res: Resource) -> str:
@@ -40,9 +62,13 @@ _SUBRESOURCE_KINDS: dict[str, Obj] = {"scale": {"group": "autoscaling", "version
                                                 "kind": "TokenRequest"}}
 
 
+def _sub_verbs(sub: str) -> list[str]:
+    return list(SUBRESOURCE_VERBS.get(sub, ("get", "patch", "update")))
+
+
 def _legacy_subresource(res: Resource, sub: str) -> Obj:
     out: Obj = {"name": f"{res.resource}/{sub}", "singularName": "", "namespaced": res.namespaced,
-                "kind": res.kind, "verbs": list(SUBRESOURCE_VERBS[sub])}
+                "kind": res.kind, "verbs": _sub_verbs(sub)}
     if sub in _SUBRESOURCE_KINDS:
         out.update(_SUBRESOURCE_KINDS[sub])
     return out
@@ -63,7 +89,7 @@ def _aggregated_resource(res: Resource) -> Obj:
     subs = []
     for sub in sorted(res.subresources):
         kind = _SUBRESOURCE_KINDS.get(sub) or {"group": res.group, "version": res.version, "kind": res.kind}
-        subs.append({"subresource": sub, "responseKind": kind, "verbs": list(SUBRESOURCE_VERBS[sub])})
+        subs.append({"subresource": sub, "responseKind": kind, "verbs": _sub_verbs(sub)})
     if subs:
         out["subresources"] = subs
     return out
@@ -95,7 +121,7 @@ class Discovery:
                             option=orjson.OPT_APPEND_NEWLINE)
 
     def _group(self, group: str, versions: list[str]) -> Obj:
-        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in ordered_versions(group, versions)]
         return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
 
     def api_group_list(self) -> bytes:
@@ -133,7 +159,7 @@ class Discovery:
                 vs = [{"version": v,
                        "resources": [_aggregated_resource(r) for r in
                                      sorted(self.table.in_group_version(group, v), key=lambda r: r.resource)],
-                       "freshness": "Current"} for v in versions]
+                       "freshness": "Current"} for v in ordered_versions(group, versions)]
                 items.append({"metadata": md, "versions": vs})
             doc = {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{version}",
                    "metadata": {}, "items": items}

@@ -30,6 +30,7 @@ from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
 from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
 from kapi.controllers.garbagecollector import GarbageCollector
+from kapi.controllers.crd import GROUP as CRD_GROUP, RESOURCE as CRD_RESOURCE, CRDController
 from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.apfbootstrap import keep_apf_bootstrap
@@ -225,6 +226,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "APF configuration producer", partial(keep_apf_bootstrap, registry),
                                      restart=True))  # kube's priority-and-fairness-config-producer hook
         aggregation = ClusterRoleAggregationController(registry, informers.informer(RBAC_GROUP, "clusterroles"))
+        # The CRDs stored before start-up: their resources in the table before the first request.
+        crds = CRDController(registry, informers.informer(CRD_GROUP, CRD_RESOURCE))
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
@@ -237,6 +240,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             await services.start(partial(supervise, "object counts", registry.track_object_counts, restart=True))
         if app.chain.audit is not None:  # its writers flush what is queued when the server stops
             await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
+        await services.start(partial(supervise, "customresourcedefinition controller", crds.run, restart=True))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
         await services.start(partial(supervise, "service-account token controller", partial(
             _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text()), restart=True))
