@@ -18,6 +18,7 @@ from typing import Any
 from kapi.apis.crdconversion import Conversion, conversion_for
 from kapi.encoding.tables.custom import custom_printer
 from kapi.errors import Cause
+from kapi.object.cel import CompiledRules, compile_rules
 from kapi.object.jsonpath import Path, compile_path
 from kapi.object.selectors import META_FIELDS, FieldLabels, format_label_selector
 from kapi.object.structural import Structural, from_props
@@ -39,10 +40,6 @@ try:
     from kapi.object.structural import default as _default  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
     _default = None  # type: ignore[assignment]
-try:  # owner 2's CEL
-    from kapi.object.cel import compile_rules as _compile_rules  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    _compile_rules = None  # type: ignore[assignment]
 
 __all__ = ["CustomResourceStrategy", "custom_resources", "deprecation_warning"]
 
@@ -121,15 +118,11 @@ class CustomResourceStrategy(Strategy):
         self._spec_replicas = compile_path(self.spec_replicas_path) if self.spec_replicas_path else None
         self._status_replicas = compile_path(self.status_replicas_path) if self.status_replicas_path else None
         self._label_selector = compile_path(self.label_selector_path) if self.label_selector_path else None
-        # CEL rules compiled once per version (None: no rules, or CEL not available)
-        self.rules: Any = None
-        self.rule_errors: list[Cause] = []
-        if self.schema is not None and _compile_rules is not None:
-            compiled = _compile_rules(self.schema)
-            if isinstance(compiled, list):
-                self.rule_errors = compiled  # the CRD's validation refuses these; serve without rules
-            else:
-                self.rules = compiled
+        # CEL rules compiled once per version (rules that do not compile are the CRD validation's refusal)
+        self.rules: CompiledRules | None = compile_rules(self.schema) if self.schema is not None else None
+        # A conversion webhook is I/O: the registry awaits convert_from_storage / convert_to_storage
+        self.converts_async = bool(conversion is not None and storage_version and storage_version != version
+                                   and conversion.needs_async)
 
     # ------------------------------------------------------------ schema
 
@@ -217,15 +210,31 @@ class CustomResourceStrategy(Strategy):
         return out
 
     def to_storage(self, obj: Obj) -> Obj:
+        if self.converts_async:
+            return obj  # convert_to_storage converted it
         return self._convert(obj, self.storage_api_version)
 
     def from_storage(self, obj: Obj) -> Obj:
-        obj = self._convert(obj, self.api_version)
+        if self.converts_async:
+            return obj  # convert_from_storage converts (then prunes and defaults)
+        return self._read(self._convert(obj, self.api_version))
+
+    def _read(self, obj: Obj) -> Obj:
         if self.schema is not None:
             # kube's storage decoder prunes and defaults what it reads (a schema changed since the write)
             self._prune(obj)
             self._apply_defaults(obj)
         return obj
+
+    async def convert_from_storage(self, objs: list[Obj]) -> list[Obj]:
+        if not self.converts_async or self.conversion is None:
+            return objs
+        return [self._read(o) for o in await self.conversion.convert(objs, self.api_version)]
+
+    async def convert_to_storage(self, obj: Obj) -> Obj:
+        if not self.converts_async or self.conversion is None:
+            return obj
+        return await self.conversion.convert_one(obj, self.storage_api_version)
 
     # ------------------------------------------------------------- reads
 
