@@ -186,20 +186,20 @@ class CompiledRules:
 
     def _compile(self, s: Structural, path: str, cardinality: int) -> _Node | None:
         node = _Node(schema=s)
-        vpath = f"{path}.x-kubernetes-validations"
+        vpath = _seg(path, "x-kubernetes-validations")
         for i, r in enumerate(s.validations):
             compiled = self._compile_rule(s, r, i, f"{vpath}[{i}]", cardinality)
             if compiled is not None:
                 node.rules.append(compiled)
         for name, child in s.properties.items():
-            c = self._compile(child, f"{path}.properties[{name}]", cardinality)
+            c = self._compile(child, _seg(path, f"properties[{name}]"), cardinality)
             if c is not None:
                 node.properties[name] = c
         if isinstance(s.additional_properties, Structural):
-            node.additional = self._compile(s.additional_properties, f"{path}.additionalProperties",
+            node.additional = self._compile(s.additional_properties, _seg(path, "additionalProperties"),
                                             cardinality * _cost.max_cardinality(s))
         if s.items is not None:
-            node.items = self._compile(s.items, f"{path}.items", cardinality * _cost.max_cardinality(s))
+            node.items = self._compile(s.items, _seg(path, "items"), cardinality * _cost.max_cardinality(s))
         if not node.rules and not node.properties and node.additional is None and node.items is None:
             return None
         return node
@@ -319,16 +319,18 @@ class CompiledRules:
         cost = _cost.runtime(rule.rule, value, old)
         fpath = path or "<nil>"
         if cost > PER_CALL_LIMIT:
-            out.append(field_invalid(fpath, s.type, "'operation cancelled: actual cost limit exceeded': no further "
-                                     "validation rules will be run due to call cost exceeds limit for rule: "
-                                     + _rule_error_string(rule)))
+            out.append(_call_limit(fpath, s, rule))
             return False
         budget[0] -= cost
         if budget[0] < 0:
             out.append(field_invalid(fpath, s.type, BUDGET_EXCEEDED))
             return False
         data = {"self": value, "oldSelf": old, "__oldSelf": old, "__hasOldSelf": has_old}
-        result = r.program.eval(data=data)
+        try:
+            result = r.program.eval(data=data)
+        except RuntimeError:  # cel-cpp's own iteration budget
+            out.append(_call_limit(fpath, s, rule))
+            return False
         if is_error(result):
             msg = _eval_error(str(result.value()))
             if msg.startswith("no such overload") or msg.startswith("No matching overloads"):
@@ -357,6 +359,15 @@ class CompiledRules:
         else:
             out.append(field_invalid(target, s.type, detail))
         return True
+
+
+def _call_limit(fpath: str, s: Structural, rule: ValidationRule) -> Cause:
+    return field_invalid(fpath, s.type, "'operation cancelled: actual cost limit exceeded': no further validation "
+                         "rules will be run due to call cost exceeds limit for rule: " + _rule_error_string(rule))
+
+
+def _seg(path: str, seg: str) -> str:
+    return f"{path}.{seg}" if path else seg
 
 
 def _child(path: str, name: str) -> str:
