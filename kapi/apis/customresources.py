@@ -15,6 +15,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from kapi import errors
 from kapi.apis.crdconversion import Conversion, conversion_for
 from kapi.encoding.tables.custom import custom_printer
 from kapi.errors import Cause
@@ -25,21 +26,31 @@ from kapi.object.structural import Structural, from_props
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Obj, Strategy
 
-try:  # owner 1's structural operations (issue 14)
-    from kapi.object.structural.validation import validate as _validate_structural  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - until they land
-    try:
-        from kapi.object.structural import validate as _validate_structural  # type: ignore[attr-defined,no-redef]
-    except ImportError:
-        _validate_structural = None  # type: ignore[assignment]
-try:
-    from kapi.object.structural import prune as _prune  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    _prune = None  # type: ignore[assignment]
-try:
-    from kapi.object.structural import default as _default  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    _default = None  # type: ignore[assignment]
+
+def _structural_op(name: str) -> Any:
+    """One of kapi.object.structural's operations (validate, prune, default), wherever it is defined;
+    None while it is not there (the groundwork has only the tree)."""
+    import importlib
+
+    for module in ("kapi.object.structural", "kapi.object.structural.validation", "kapi.object.structural.pruning",
+                   "kapi.object.structural.defaulting", "kapi.object.structural.objectmeta"):
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            continue
+        if callable(found):
+            return found
+    return None
+
+
+_validate_structural = _structural_op("validate")
+_prune = _structural_op("prune")
+_default = _structural_op("default")
+_coerce_meta = _structural_op("coerce")  # objectmeta: metadata keeps ObjectMeta's fields only
+# kube's hasBlockingErr: a value of the wrong type keeps the CEL rules from running
+_BLOCKING = "FieldValueTypeInvalid"
+_NOT_CHECKED = Cause("FieldValueInvalid", 'Invalid value: "null": some validation rules were not checked because '
+                     "the object was invalid; correct the existing errors to complete validation", "")
 
 __all__ = ["CustomResourceStrategy", "custom_resources", "deprecation_warning"]
 
@@ -108,9 +119,9 @@ class CustomResourceStrategy(Strategy):
         self.printer = custom_printer(columns)  # type: ignore[misc]
         self.selectable: tuple[tuple[str, Path], ...] = tuple(
             (_field_label(p), compile_path(p)) for p in selectable)
-        # kube's CR field label conversion: metadata.name, metadata.namespace and the selectable fields
-        self.field_labels = FieldLabels(META_FIELDS | {label for label, _ in self.selectable},  # type: ignore[misc]
-                                        converts=bool(self.selectable))
+        # kube's CR field label conversion: the selectable fields, else the default conversion (whose
+        # message names metadata.name and metadata.namespace only)
+        self.field_labels = FieldLabels(META_FIELDS | {label for label, _ in self.selectable})  # type: ignore[misc]
         scale = scale or {}
         self.spec_replicas_path = str(scale.get("specReplicasPath", "") or "")
         self.status_replicas_path = str(scale.get("statusReplicasPath", "") or "")
@@ -126,10 +137,19 @@ class CustomResourceStrategy(Strategy):
 
     # ------------------------------------------------------------ schema
 
-    def _prune(self, obj: Obj) -> list[str]:
-        if self.schema is None or _prune is None:
-            return []
-        return list(_prune(obj, self.schema) or [])
+    def _prune(self, obj: Obj, *, stored: bool = False) -> list[str]:
+        """kube's schema coercion of a decoded object: metadata coerced to ObjectMeta (an invalid one
+        dropped when read from storage), then unknown fields pruned; the paths of what was dropped."""
+        dropped: list[str] = []
+        if _coerce_meta is not None:
+            err, unknown = _coerce_meta(obj, self.schema, root=True, drop_invalid=stored)
+            if err is not None and not stored:
+                name = str((obj.get("metadata") or {}).get("name", "")) if isinstance(obj.get("metadata"), dict) else ""
+                raise errors.invalid(self.kind, self.group, name, [err])
+            dropped.extend(unknown)
+        if self.schema is not None and _prune is not None:
+            dropped.extend(_prune(obj, self.schema) or [])
+        return dropped
 
     def _apply_defaults(self, obj: Obj) -> None:
         if self.schema is not None and _default is not None:
@@ -137,8 +157,6 @@ class CustomResourceStrategy(Strategy):
 
     def unknown_fields(self, obj: Obj) -> list[str] | None:
         """The fields the version's schema prunes (fieldValidation Warn/Strict), found on a copy."""
-        if self.schema is None or _prune is None:
-            return []
         return self._prune(copy.deepcopy(obj))
 
     def canonicalize(self, obj: Obj) -> None:
@@ -151,8 +169,11 @@ class CustomResourceStrategy(Strategy):
         causes: list[Cause] = []
         if self.schema is not None and _validate_structural is not None:
             causes.extend(_validate_structural(self.schema, obj))
-        if not causes and self.rules is not None:
-            causes.extend(self.rules.validate(obj, old))
+        if self.rules is not None:
+            if any(c.reason == _BLOCKING for c in causes):
+                causes.append(_NOT_CHECKED)
+            else:
+                causes.extend(self.rules.validate(obj, old))
         return causes
 
     def validate(self, obj: Obj) -> list[Cause]:
@@ -222,7 +243,7 @@ class CustomResourceStrategy(Strategy):
     def _read(self, obj: Obj) -> Obj:
         if self.schema is not None:
             # kube's storage decoder prunes and defaults what it reads (a schema changed since the write)
-            self._prune(obj)
+            self._prune(obj, stored=True)
             self._apply_defaults(obj)
         return obj
 
