@@ -19,13 +19,13 @@ from typing import Any
 
 from kapi.errors import Cause
 from kapi.object.cel import _cost
-from kapi.object.cel._env import env, is_error
+from kapi.object.cel._env import env, is_error, rewrite
 from kapi.object.structural import Structural, ValidationRule
 from kapi.object.validation.fields import (REASON_DUPLICATE, REASON_FORBIDDEN, REASON_INVALID, REASON_REQUIRED,
                                            _Rendered, field_duplicate, field_forbidden, field_invalid,
                                            field_not_supported, field_required, go_quote)
 
-__all__ = ["CompiledRules", "compile_rules", "rule_errors", "PER_CALL_LIMIT", "RUNTIME_CEL_COST_BUDGET",
+__all__ = ["CelError", "CompiledRules", "compile_rules", "evaluate", "rule_errors", "PER_CALL_LIMIT", "RUNTIME_CEL_COST_BUDGET",
            "STATIC_ESTIMATED_COST_LIMIT", "STATIC_ESTIMATED_CRD_COST_LIMIT"]
 
 # k8s.io/apiserver/pkg/apis/cel/config.go
@@ -152,7 +152,7 @@ class _Node:
 
 def _compile_text(text: str) -> tuple[Any, str]:
     try:
-        return env().compile(text), ""
+        return env().compile(rewrite(text)), ""
     except RuntimeError as e:
         return None, _strip_status(str(e))
 
@@ -404,6 +404,25 @@ def _correlate(s: Structural, old: Any) -> Any:
 
 
 # ----------------------------------------------------------------- API
+
+
+class CelError(Exception):
+    """An expression that does not compile, or whose evaluation is an error (the message is kube's text)."""
+
+
+def evaluate(expr: str, self_value: Any = None, old_self: Any = None) -> Any:
+    """The value of ``expr`` in kube's environment, as plain Python (for one-off use: no caching)."""
+    program, err = _compile_text(expr)
+    if program is None:
+        raise CelError(err)
+    try:
+        v = program.eval(data={"self": self_value, "oldSelf": old_self, "__oldSelf": old_self,
+                               "__hasOldSelf": old_self is not None})
+    except RuntimeError as e:
+        raise CelError(_strip_status(str(e))) from None
+    if is_error(v):
+        raise CelError(_eval_error(str(v.value())))
+    return v.plain_value()
 
 _cache: OrderedDict[tuple[int, str], tuple[Structural, CompiledRules]] = OrderedDict()
 _cache_lock = threading.Lock()

@@ -182,15 +182,15 @@ def _u(o: Any) -> urllib.parse.SplitResult:
 
 
 def _host(o: Any) -> str:
-    n = _u(o).netloc.rsplit("@", 1)[-1]
-    if n.startswith("["):
-        return n[: n.index("]") + 1]
-    return n.rsplit(":", 1)[0] if ":" in n else n
+    """Go's ``url.URL.Host``: the host with its port, without user info."""
+    return _u(o).netloc.rsplit("@", 1)[-1]
 
 
 def _hostname(o: Any) -> str:
-    h = _host(o)
-    return h[1:-1] if h.startswith("[") else h
+    n = _host(o)
+    if n.startswith("["):
+        return n[1:n.index("]")]
+    return n.rsplit(":", 1)[0] if ":" in n else n
 
 
 def _port(o: Any) -> str:
@@ -474,7 +474,7 @@ def _decls() -> list[Any]:
         fd("patch", [_ov("semver_patch", I, [M], True, lambda o: _sv(o)[2])]),
         # format
         fd("format.named", [_ov("format_named", M, [S], False, _format_named)]),
-        fd("validate", [_ov("format_validate", T.List(T.STRING), [M, S], True, _format_validate)]),
+        fd("__validate", [_ov("format_validate", T.List(T.STRING), [M, S], True, _format_validate)]),
     ]
     for name in _formats_names():
         out.append(fd(f"format.{name}", [_ov(f"format_{name}", M, [], False, (lambda n: lambda: _opaque("Format", n))(name))]))
@@ -496,6 +496,51 @@ def _compare_to(a: Any, b: Any) -> int:
     if a.get(TAG) == "Semver":
         return _sv_cmp(a, b)
     return _cmp(_q(a), _q(b))
+
+
+_FORMAT_CALL = re.compile(r"format\.(?:named\(\s*(?:'[^']*'|\"[^\"]*\")\s*\)|[A-Za-z0-9]+\(\s*\))\.validate\(")
+
+
+def _close(text: str, i: int) -> int:
+    """The index of the ")" closing the "(" at text[i] (string literals skipped), or -1."""
+    depth, j, quote = 0, i, ""
+    while j < len(text):
+        c = text[j]
+        if quote:
+            if c == "\\":
+                j += 1
+            elif c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+        j += 1
+    return -1
+
+
+def rewrite(text: str) -> str:
+    """kube's ``format.X().validate(s)`` returns ``optional<list<string>>``; cel-cpp's Python bindings
+    cannot return an optional from a function, so the call is rewritten to wrap a list-returning one."""
+    n = 0
+    while True:
+        m = _FORMAT_CALL.search(text)
+        if not m:
+            return text
+        open_at = m.end() - 1
+        close = _close(text, open_at)
+        if close < 0:
+            return text
+        recv = text[m.start():m.end() - len(".validate(")]
+        arg = text[open_at + 1:close]
+        v = f"__fmt{n}"
+        n += 1
+        text = (text[:m.start()] + f"cel.bind({v}, {recv}.__validate({arg}), "
+                f"{v}.size() == 0 ? optional.none() : optional.of({v}))" + text[close + 1:])
 
 
 def env() -> Any:
