@@ -174,6 +174,8 @@ def compile_path(text: str) -> Path:
         if t.startswith("..", i):
             steps.append(_recursive)
             i += 2
+            if i >= n or t[i] == ".":
+                raise JSONPathError(f"invalid recursive descent in {text!r}")
             if i < n and t[i] not in ".[":
                 j = i
                 while j < n and t[j] not in ".[":
