@@ -15,6 +15,24 @@ from kapi.registry.strategy import Obj, Strategy
 CLEANUP_FINALIZER: Final = "customresourcecleanup.apiextensions.k8s.io"
 
 
+def _store_storage_version(obj: Obj) -> None:
+    """kube's strategy: the version marked storage is added to status.storedVersions (create and update)."""
+    versions = (obj.get("spec") or {}).get("versions")
+    if not isinstance(versions, list):
+        return
+    status = obj.get("status")
+    if not isinstance(status, dict):
+        status = obj["status"] = {}
+    stored = status.get("storedVersions")
+    stored = list(stored) if isinstance(stored, list) else []
+    for v in versions:
+        if isinstance(v, dict) and v.get("storage") is True and isinstance(v.get("name"), str) \
+                and v["name"] not in stored:
+            stored.append(v["name"])
+    if stored:
+        status["storedVersions"] = stored
+
+
 class CustomResourceDefinitionStrategy(Strategy):
     core_finalizers = False
     tracks_generation = True
@@ -31,6 +49,13 @@ class CustomResourceDefinitionStrategy(Strategy):
     def prepare_for_create(self, res: Resource, obj: Obj) -> None:
         """Generation 1; unlike other kinds with a status subresource, the status given is kept."""
         obj["metadata"]["generation"] = 1
+        _store_storage_version(obj)
+
+    def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
+        """As every kind with status; and, as kube's strategy, the storage version joins storedVersions."""
+        new = super().prepare_for_update(res, new, old, subresource)
+        _store_storage_version(new)
+        return new
 
     def prepare_for_delete(self, new: Obj, gc_finalizer: str | None, opts: DeleteOptions) -> Obj | None:
         """kube's CRD REST.Delete: the first DELETE adds the cleanup finalizer, so the CRD stays until the
