@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from kapi.apis import (apiextensions, apps, authentication, authorization, autoscaling, batch, coordination,
-                       events, flowcontrol, rbac)
+from kapi.apis import (admissionregistration, apiextensions, apiregistration, apps, authentication, authorization,
+                       autoscaling, batch, certificates, coordination, events, flowcontrol, rbac)
 from kapi.apis import discovery, networking, node, policy, scheduling, storage
 from kapi.apis.core import (configmaps, endpoints, events as core_events, limitranges, namespaces, nodes,
     persistentvolumes, pods, replicationcontrollers, resourcequotas, secrets, serviceaccounts, services)
@@ -44,6 +44,8 @@ BUILTIN: Final[tuple[Resource, ...]] = (
     # batch/v1
     batch.JOBS,
     batch.CRON_JOBS,
+    # certificates.k8s.io/v1
+    certificates.CERTIFICATE_SIGNING_REQUESTS,
     # networking.k8s.io/v1
     networking.INGRESSES,
     networking.INGRESS_CLASSES,
@@ -79,6 +81,13 @@ BUILTIN: Final[tuple[Resource, ...]] = (
     authorization.SELF_SUBJECT_REVIEWS,
     authentication.TOKEN_REVIEWS,
     authentication.SELF_SUBJECT_REVIEWS_V1BETA1,
+    # admissionregistration.k8s.io/v1 (stored and validated; admission itself is not served yet)
+    admissionregistration.MUTATING_WEBHOOK_CONFIGURATIONS,
+    admissionregistration.VALIDATING_WEBHOOK_CONFIGURATIONS,
+    admissionregistration.VALIDATING_ADMISSION_POLICIES,
+    admissionregistration.VALIDATING_ADMISSION_POLICY_BINDINGS,
+    # apiregistration.k8s.io/v1: an APIService per served group/version (kapi.server.apiservices)
+    apiregistration.API_SERVICES,
     # apiextensions.k8s.io/v1 (stored only, for now)
     apiextensions.CUSTOM_RESOURCE_DEFINITIONS,
     # flowcontrol.apiserver.k8s.io/v1 (stored only, for now)

@@ -82,8 +82,8 @@ class Resource:
 
 
 # The preferred order of groups in discovery, as kube-apiserver lists them.
-GROUP_ORDER = ("", "apps", "events.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-               "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
+GROUP_ORDER = ("", "apiregistration.k8s.io", "apps", "events.k8s.io", "authentication.k8s.io",
+               "authorization.k8s.io", "autoscaling", "batch", "certificates.k8s.io", "networking.k8s.io", "policy",
                "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
                "apiextensions.k8s.io", "scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io",
                "discovery.k8s.io", "flowcontrol.apiserver.k8s.io")

@@ -29,11 +29,13 @@ from kapi.api.openapi import OpenAPIDocuments
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
 from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
+from kapi.controllers.csrsigning import GROUP as CSR_GROUP, RESOURCE as CSR_RESOURCE, CSRSigningController
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.controllers.crd import GROUP as CRD_GROUP, RESOURCE as CRD_RESOURCE, CRDController
 from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.apfbootstrap import keep_apf_bootstrap
+from kapi.server.apiservices import keep_api_services
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.caches import WatchCaches
 from kapi.server.flowcontrol import build_flowcontrol
@@ -226,6 +228,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "APF configuration producer", partial(keep_apf_bootstrap, registry),
                                      restart=True))  # kube's priority-and-fairness-config-producer hook
         aggregation = ClusterRoleAggregationController(registry, informers.informer(RBAC_GROUP, "clusterroles"))
+        # Approved kubernetes.io/kube-apiserver-client CSRs signed by kapi's CA (kube's csrsigning controller).
+        csr_signing = CSRSigningController(registry, informers.informer(CSR_GROUP, CSR_RESOURCE),
+                                           pki.ca_cert.read_bytes(), (pki.ca_cert.parent / "ca.key").read_bytes())
         # The CRDs stored before start-up: their resources in the table before the first request.
         crds = CRDController(registry, informers.informer(CRD_GROUP, CRD_RESOURCE))
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
@@ -245,6 +250,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "service-account token controller", partial(
             _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text()), restart=True))
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
+                                     restart=True))
+        await services.start(partial(supervise, "csr signing controller", csr_signing.run, restart=True))
+        # An APIService per served group/version, CRDs' too (kube's autoregister and crdregistration).
+        await services.start(partial(supervise, "apiservice registration", partial(keep_api_services, registry),
                                      restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
         await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry),

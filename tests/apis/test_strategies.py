@@ -104,7 +104,11 @@ def test_generation_and_create_on_update_as_before() -> None:
                        "replicationcontrollers", "horizontalpodautoscalers.autoscaling",
                        "ingresses.networking.k8s.io", "ingressclasses.networking.k8s.io",
                        "networkpolicies.networking.k8s.io", "poddisruptionbudgets.policy",
-                       "endpointslices.discovery.k8s.io"}
+                       "endpointslices.discovery.k8s.io",
+                       "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+                       "validatingwebhookconfigurations.admissionregistration.k8s.io",
+                       "validatingadmissionpolicies.admissionregistration.k8s.io",
+                       "validatingadmissionpolicybindings.admissionregistration.k8s.io"}
     assert {r.qualified for r in BUILTIN if r.strategy.generation_on_annotations} == {"deployments.apps"}
     assert {r.qualified for r in BUILTIN if r.strategy.create_on_update} == {
         "endpoints", "events", "leases.coordination.k8s.io", "events.events.k8s.io",

@@ -1,0 +1,96 @@
+"""admissionregistration.k8s.io/v1: MutatingWebhookConfigurations, ValidatingWebhookConfigurations,
+ValidatingAdmissionPolicies (status subresource) and ValidatingAdmissionPolicyBindings, all cluster scoped.
+
+Stored, defaulted and validated as kube's (pkg/registry/admissionregistration); generation moves on
+each change of the webhooks or the spec. kapi does not call the webhooks nor evaluate the policies yet.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kapi.encoding.tables import admissionregistration as tables
+from kapi.errors import Cause
+from kapi.object.defaults.admissionregistration import (default_mutating_webhook_configuration,
+    default_validating_admission_policy, default_validating_admission_policy_binding,
+    default_validating_webhook_configuration)
+from kapi.object.validation import admissionregistration as v
+from kapi.registry.resources import Resource
+from kapi.registry.strategy import Obj, Strategy
+
+GROUP: Final = "admissionregistration.k8s.io"
+_API_MACHINERY = ("api-extensions",)
+
+
+class MutatingWebhookConfigurationStrategy(Strategy):
+    tracks_generation = True
+    printer = tables.WEBHOOK_CONFIGURATION
+
+    def default(self, obj: Obj, old: Obj | None) -> None:
+        default_mutating_webhook_configuration(obj, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return v.validate_mutating_webhook_configuration(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_mutating_webhook_configuration_update(new, old)
+
+
+class ValidatingWebhookConfigurationStrategy(Strategy):
+    tracks_generation = True
+    printer = tables.WEBHOOK_CONFIGURATION
+
+    def default(self, obj: Obj, old: Obj | None) -> None:
+        default_validating_webhook_configuration(obj, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return v.validate_validating_webhook_configuration(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_validating_webhook_configuration_update(new, old)
+
+
+class ValidatingAdmissionPolicyStrategy(Strategy):
+    tracks_generation = True
+    printer = tables.VALIDATING_ADMISSION_POLICY
+
+    def default(self, obj: Obj, old: Obj | None) -> None:
+        default_validating_admission_policy(obj, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return v.validate_validating_admission_policy(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_validating_admission_policy_update(new, old)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_validating_admission_policy_status_update(new, old)
+
+
+class ValidatingAdmissionPolicyBindingStrategy(Strategy):
+    tracks_generation = True
+    printer = tables.VALIDATING_ADMISSION_POLICY_BINDING
+
+    def default(self, obj: Obj, old: Obj | None) -> None:
+        default_validating_admission_policy_binding(obj, old)
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return v.validate_validating_admission_policy_binding(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_validating_admission_policy_binding_update(new, old)
+
+
+MUTATING_WEBHOOK_CONFIGURATIONS: Final = Resource(
+    group=GROUP, version="v1", resource="mutatingwebhookconfigurations", kind="MutatingWebhookConfiguration",
+    namespaced=False, categories=_API_MACHINERY, strategy=MutatingWebhookConfigurationStrategy())
+VALIDATING_WEBHOOK_CONFIGURATIONS: Final = Resource(
+    group=GROUP, version="v1", resource="validatingwebhookconfigurations", kind="ValidatingWebhookConfiguration",
+    namespaced=False, categories=_API_MACHINERY, strategy=ValidatingWebhookConfigurationStrategy())
+VALIDATING_ADMISSION_POLICIES: Final = Resource(
+    group=GROUP, version="v1", resource="validatingadmissionpolicies", kind="ValidatingAdmissionPolicy",
+    namespaced=False, categories=_API_MACHINERY, subresources=("status",),
+    strategy=ValidatingAdmissionPolicyStrategy())
+VALIDATING_ADMISSION_POLICY_BINDINGS: Final = Resource(
+    group=GROUP, version="v1", resource="validatingadmissionpolicybindings", kind="ValidatingAdmissionPolicyBinding",
+    namespaced=False, categories=_API_MACHINERY, strategy=ValidatingAdmissionPolicyBindingStrategy())

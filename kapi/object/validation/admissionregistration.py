@@ -1,0 +1,320 @@
+"""admissionregistration.k8s.io/v1 (kube's pkg/apis/admissionregistration/validation): webhook
+configurations, ValidatingAdmissionPolicies and their bindings. CEL expressions are not compiled
+here (admission itself is not served yet); their presence and the surrounding rules are checked."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from kapi.errors import Cause
+from kapi.object.validation.fields import (Obj, _d, _i, _l, _s, field_duplicate, field_invalid, field_not_supported,
+    field_required, unique_causes)
+from kapi.object.validation.meta import _validate_label_selector
+from kapi.object.validation.names import is_dns1123_subdomain
+
+_FAILURE = ("Fail", "Ignore")
+_MATCH = ("Equivalent", "Exact")
+_SIDE_EFFECTS = ("None", "NoneOnDryRun")
+_REINVOCATION = ("IfNeeded", "Never")
+_REVIEW_VERSIONS = ("v1", "v1beta1")
+_OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
+_SCOPES = ("*", "Cluster", "Namespaced")
+_ACTIONS = ("Audit", "Deny", "Warn")
+_REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized")
+
+
+def _fully_qualified(name: str, path: str) -> list[Cause]:
+    """IsFullyQualifiedName."""
+    if not name:
+        return [field_required(path)]
+    errs = [field_invalid(path, name, f"a lowercase RFC 1123 subdomain {m}" if not m.startswith("a lowercase") else m)
+            for m in is_dns1123_subdomain(name)]
+    if errs:
+        return [field_invalid(path, name, is_dns1123_subdomain(name)[0])]
+    if len(name.split(".")) < 3:
+        return [field_invalid(path, name, "should be a domain with at least three segments separated by dots")]
+    return []
+
+
+def _rule(rule: Obj, path: str, *, operations: bool = True) -> list[Cause]:
+    errs: list[Cause] = []
+    if operations:
+        ops = _l(rule.get("operations"))
+        if not ops:
+            errs.append(field_required(f"{path}.operations"))
+        if len(ops) > 1 and "*" in ops:
+            errs.append(field_invalid(f"{path}.operations", ops, "if '*' is present, must not specify other operations"))
+        for i, op in enumerate(ops):
+            if op not in _OPERATIONS:
+                errs.append(field_not_supported(f"{path}.operations[{i}]", op, _OPERATIONS))
+    for field in ("apiGroups", "apiVersions", "resources"):
+        values = _l(rule.get(field))
+        if not values:
+            errs.append(field_required(f"{path}.{field}"))
+        elif len(values) > 1 and "*" in values:
+            errs.append(field_invalid(f"{path}.{field}", values, "if '*' is present, must not specify other "
+                                      + {"apiGroups": "API groups", "apiVersions": "API versions"}.get(field, field)))
+    for i, version in enumerate(_l(rule.get("apiVersions"))):
+        if version == "":
+            errs.append(field_required(f"{path}.apiVersions[{i}]"))
+    scope = rule.get("scope")
+    if scope is not None and scope not in _SCOPES:
+        errs.append(field_not_supported(f"{path}.scope", scope, _SCOPES))
+    return errs
+
+
+def _client_config(cc: object, path: str) -> list[Cause]:
+    cc = _d(cc)
+    url, service = cc.get("url"), cc.get("service")
+    if (url is None) == (service is None):
+        return [field_required(path, "exactly one of url or service is required")]
+    errs: list[Cause] = []
+    if url is not None:
+        parts = urlsplit(_s(url))
+        if parts.scheme != "https":
+            errs.append(field_invalid(f"{path}.url", url, "'https' is the only allowed URL scheme"))
+        if not parts.hostname:
+            errs.append(field_invalid(f"{path}.url", url, "host must be specified"))
+        if parts.fragment:
+            errs.append(field_invalid(f"{path}.url", url, "fragments are not permitted"))
+        if parts.query:
+            errs.append(field_invalid(f"{path}.url", url, "query parameters are not permitted"))
+    else:
+        svc = _d(service)
+        if not _s(svc.get("name")):
+            errs.append(field_required(f"{path}.service.name", "service name is required"))
+        if not _s(svc.get("namespace")):
+            errs.append(field_required(f"{path}.service.namespace", "service namespace is required"))
+        port = _i(svc.get("port"))
+        if port is not None and not 1 <= port <= 65535:
+            errs.append(field_invalid(f"{path}.service.port", port, "port is not valid: must be between 1 and 65535, "
+                                      "inclusive"))
+        svc_path = svc.get("path")
+        if svc_path is not None and not _s(svc_path).startswith("/"):
+            errs.append(field_invalid(f"{path}.service.path", svc_path, "must start with a '/'"))
+    return errs
+
+
+def _webhook(hook: Obj, path: str, mutating: bool) -> list[Cause]:
+    errs = _fully_qualified(_s(hook.get("name")), f"{path}.name")
+    for j, rule in enumerate(_l(hook.get("rules"))):
+        errs += _rule(_d(rule), f"{path}.rules[{j}]")
+    for field, allowed in (("failurePolicy", _FAILURE), ("matchPolicy", _MATCH)):
+        if hook.get(field) is not None and hook[field] not in allowed:
+            errs.append(field_not_supported(f"{path}.{field}", hook[field], allowed))
+    if mutating and hook.get("reinvocationPolicy") is not None and hook["reinvocationPolicy"] not in _REINVOCATION:
+        errs.append(field_not_supported(f"{path}.reinvocationPolicy", hook["reinvocationPolicy"], _REINVOCATION))
+    side = hook.get("sideEffects")
+    if side is None or side == "":
+        errs.append(field_required(f"{path}.sideEffects", f"must specify one of {', '.join(_SIDE_EFFECTS)}"))
+    elif side not in _SIDE_EFFECTS:
+        errs.append(field_not_supported(f"{path}.sideEffects", side, _SIDE_EFFECTS))
+    versions = _l(hook.get("admissionReviewVersions"))
+    if not versions:
+        errs.append(field_required(f"{path}.admissionReviewVersions",
+                                   f"must specify one of {', '.join(_REVIEW_VERSIONS)}"))
+    else:
+        seen: set[str] = set()
+        for i, v in enumerate(versions):
+            if v in seen:
+                errs.append(field_duplicate(f"{path}.admissionReviewVersions[{i}]", v))
+            seen.add(_s(v))
+        if not seen & set(_REVIEW_VERSIONS):
+            errs.append(field_invalid(f"{path}.admissionReviewVersions", versions,
+                                      f"must include at least one of {', '.join(_REVIEW_VERSIONS)}"))
+    timeout = _i(hook.get("timeoutSeconds"))
+    if timeout is not None and not 1 <= timeout <= 30:
+        errs.append(field_invalid(f"{path}.timeoutSeconds", timeout, "the timeout value must be between 1 and 30 "
+                                  "seconds"))
+    for sel in ("namespaceSelector", "objectSelector"):
+        if hook.get(sel) is not None:
+            errs += _validate_label_selector(hook[sel], f"{path}.{sel}")
+    errs += _client_config(hook.get("clientConfig"), f"{path}.clientConfig")
+    names = set()
+    for i, mc in enumerate(_l(hook.get("matchConditions"))):
+        mc, p = _d(mc), f"{path}.matchConditions[{i}]"
+        name = _s(mc.get("name"))
+        if not name:
+            errs.append(field_required(f"{p}.name"))
+        elif name in names:
+            errs.append(field_duplicate(f"{p}.name", name))
+        names.add(name)
+        if not _s(mc.get("expression")):
+            errs.append(field_required(f"{p}.expression"))
+    return errs
+
+
+def _webhook_configuration(obj: Obj, mutating: bool) -> list[Cause]:
+    errs: list[Cause] = []
+    seen: set[str] = set()
+    for i, hook in enumerate(_l(obj.get("webhooks"))):
+        hook = _d(hook)
+        errs += _webhook(hook, f"webhooks[{i}]", mutating)
+        name = _s(hook.get("name"))
+        if name and name in seen:
+            errs.append(field_duplicate(f"webhooks[{i}].name", name))
+        seen.add(name)
+    return errs
+
+
+@unique_causes
+def validate_validating_webhook_configuration(obj: Obj) -> list[Cause]:
+    return _webhook_configuration(obj, mutating=False)
+
+
+@unique_causes
+def validate_validating_webhook_configuration_update(new: Obj, old: Obj) -> list[Cause]:
+    return _webhook_configuration(new, mutating=False)
+
+
+@unique_causes
+def validate_mutating_webhook_configuration(obj: Obj) -> list[Cause]:
+    return _webhook_configuration(obj, mutating=True)
+
+
+@unique_causes
+def validate_mutating_webhook_configuration_update(new: Obj, old: Obj) -> list[Cause]:
+    return _webhook_configuration(new, mutating=True)
+
+
+def _match_resources(match: Obj, path: str, *, required_rules: bool) -> list[Cause]:
+    errs: list[Cause] = []
+    rules = _l(match.get("resourceRules"))
+    if required_rules and not rules:
+        errs.append(field_required(f"{path}.resourceRules"))
+    for field in ("resourceRules", "excludeResourceRules"):
+        for i, rule in enumerate(_l(match.get(field))):
+            errs += _rule(_d(rule), f"{path}.{field}[{i}]")
+    if match.get("matchPolicy") is not None and match["matchPolicy"] not in _MATCH:
+        errs.append(field_not_supported(f"{path}.matchPolicy", match["matchPolicy"], _MATCH))
+    for sel in ("namespaceSelector", "objectSelector"):
+        if match.get(sel) is not None:
+            errs += _validate_label_selector(match[sel], f"{path}.{sel}")
+    return errs
+
+
+def _policy_spec(spec: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    if spec.get("failurePolicy") is not None and spec["failurePolicy"] not in _FAILURE:
+        errs.append(field_not_supported("spec.failurePolicy", spec["failurePolicy"], _FAILURE))
+    param_kind = spec.get("paramKind")
+    if param_kind is not None:
+        pk = _d(param_kind)
+        if not _s(pk.get("apiVersion")):
+            errs.append(field_required("spec.paramKind.apiVersion"))
+        if not _s(pk.get("kind")):
+            errs.append(field_required("spec.paramKind.kind"))
+    match = spec.get("matchConstraints")
+    if not isinstance(match, dict):
+        errs.append(field_required("spec.matchConstraints", ""))
+    else:
+        errs += _match_resources(match, "spec.matchConstraints", required_rules=True)
+    validations, audits = _l(spec.get("validations")), _l(spec.get("auditAnnotations"))
+    if not validations and not audits:
+        errs.append(field_required("spec.validations", "validations or auditAnnotations must contain at least one "
+                                   "item"))
+    for i, v in enumerate(validations):
+        v, p = _d(v), f"spec.validations[{i}]"
+        if not _s(v.get("expression")).strip():
+            errs.append(field_required(f"{p}.expression"))
+        if _s(v.get("message")) and not _s(v.get("message")).strip():
+            errs.append(field_invalid(f"{p}.message", v.get("message"), "message must be non-empty if specified"))
+        if "\n" in _s(v.get("message")):
+            errs.append(field_invalid(f"{p}.message", v.get("message"), "message must not contain line breaks"))
+        if v.get("reason") is not None and v["reason"] not in _REASONS:
+            errs.append(field_not_supported(f"{p}.reason", v["reason"], _REASONS))
+    keys: set[str] = set()
+    for i, a in enumerate(audits):
+        a, p = _d(a), f"spec.auditAnnotations[{i}]"
+        key = _s(a.get("key"))
+        if not key:
+            errs.append(field_required(f"{p}.key"))
+        elif key in keys:
+            errs.append(field_duplicate(f"{p}.key", key))
+        keys.add(key)
+        if not _s(a.get("valueExpression")).strip():
+            errs.append(field_required(f"{p}.valueExpression"))
+    names: set[str] = set()
+    for i, mc in enumerate(_l(spec.get("matchConditions"))):
+        mc, p = _d(mc), f"spec.matchConditions[{i}]"
+        name = _s(mc.get("name"))
+        if not name:
+            errs.append(field_required(f"{p}.name"))
+        elif name in names:
+            errs.append(field_duplicate(f"{p}.name", name))
+        names.add(name)
+        if not _s(mc.get("expression")):
+            errs.append(field_required(f"{p}.expression"))
+    for i, var in enumerate(_l(spec.get("variables"))):
+        var, p = _d(var), f"spec.variables[{i}]"
+        if not _s(var.get("name")):
+            errs.append(field_required(f"{p}.name"))
+        if not _s(var.get("expression")):
+            errs.append(field_required(f"{p}.expression"))
+    return errs
+
+
+@unique_causes
+def validate_validating_admission_policy(obj: Obj) -> list[Cause]:
+    return _policy_spec(_d(obj.get("spec")))
+
+
+@unique_causes
+def validate_validating_admission_policy_update(new: Obj, old: Obj) -> list[Cause]:
+    return _policy_spec(_d(new.get("spec")))
+
+
+@unique_causes
+def validate_validating_admission_policy_status_update(new: Obj, old: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    for i, cond in enumerate(_l(_d(new.get("status")).get("conditions"))):
+        cond, p = _d(cond), f"status.conditions[{i}]"
+        if not _s(cond.get("type")):
+            errs.append(field_required(f"{p}.type"))
+        if cond.get("status") not in ("True", "False", "Unknown"):
+            errs.append(field_not_supported(f"{p}.status", cond.get("status"), ("False", "True", "Unknown")))
+    return errs
+
+
+def _binding_spec(spec: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    if not _s(spec.get("policyName")):
+        errs.append(field_required("spec.policyName"))
+    actions = _l(spec.get("validationActions"))
+    if not actions:
+        errs.append(field_required("spec.validationActions", "at least one validation action is required"))
+    seen: set[str] = set()
+    for i, a in enumerate(actions):
+        if a not in _ACTIONS:
+            errs.append(field_not_supported(f"spec.validationActions[{i}]", a, _ACTIONS))
+        if a in seen:
+            errs.append(field_duplicate(f"spec.validationActions[{i}]", a))
+        seen.add(_s(a))
+    if {"Deny", "Warn"} <= seen:
+        errs.append(field_invalid("spec.validationActions", actions, "must not contain both Deny and Warn "
+                                  "(repeating the same validation failure information in the API response and "
+                                  "headers serves no purpose)"))
+    param_ref = spec.get("paramRef")
+    if isinstance(param_ref, dict):
+        if param_ref.get("name") and param_ref.get("selector") is not None:
+            errs.append(field_invalid("spec.paramRef.name", param_ref["name"], "name and selector are mutually "
+                                      "exclusive"))
+        if not param_ref.get("name") and param_ref.get("selector") is None:
+            errs.append(field_required("spec.paramRef", "one of name or selector must be specified"))
+        action = param_ref.get("parameterNotFoundAction")
+        if action is not None and action not in ("Allow", "Deny"):
+            errs.append(field_not_supported("spec.paramRef.parameterNotFoundAction", action, ("Allow", "Deny")))
+    match = spec.get("matchResources")
+    if isinstance(match, dict):
+        errs += _match_resources(match, "spec.matchResources", required_rules=False)
+    return errs
+
+
+@unique_causes
+def validate_validating_admission_policy_binding(obj: Obj) -> list[Cause]:
+    return _binding_spec(_d(obj.get("spec")))
+
+
+@unique_causes
+def validate_validating_admission_policy_binding_update(new: Obj, old: Obj) -> list[Cause]:
+    return _binding_spec(_d(new.get("spec")))
