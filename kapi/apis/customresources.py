@@ -119,9 +119,10 @@ class CustomResourceStrategy(Strategy):
         self.printer = custom_printer(columns)  # type: ignore[misc]
         self.selectable: tuple[tuple[str, Path], ...] = tuple(
             (_field_label(p), compile_path(p)) for p in selectable)
-        # kube's CR field label conversion: the selectable fields, else the default conversion (whose
-        # message names metadata.name and metadata.namespace only)
-        self.field_labels = FieldLabels(META_FIELDS | {label for label, _ in self.selectable})  # type: ignore[misc]
+        # kube's crConverter.ConvertFieldLabel: metadata.name, metadata.namespace (namespaced kinds) and
+        # the selectable fields; anything else is "field label not supported"
+        self.field_labels = FieldLabels(META_FIELDS | {label for label, _ in self.selectable},  # type: ignore[misc]
+                                        converts=True)
         scale = scale or {}
         self.spec_replicas_path = str(scale.get("specReplicasPath", "") or "")
         self.status_replicas_path = str(scale.get("statusReplicasPath", "") or "")

@@ -182,11 +182,13 @@ async def test_label_and_field_selectors(cr_api: Any) -> None:
     assert await names("fieldSelector=spec.color!%3Dred") == ["b"]
     r = await cr_api.request("GET", f"{NS}?fieldSelector=spec.size%3D3")
     assert r.status == 400
-    assert r.json()["message"] == '"spec.size" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    assert r.json()["message"] == "field label not supported: spec.size"  # kube's crConverter
     # the cluster-scoped kind: no metadata.namespace; spec.color is selectable there too
     await cr_api.create(CLUSTER, widget("g", "blue", kind="Gadget"))
     r = await cr_api.request("GET", f"{CLUSTER}?fieldSelector=spec.color%3Dblue")
     assert [i["metadata"]["name"] for i in r.json()["items"]] == ["g"]
+    r = await cr_api.request("GET", f"{CLUSTER}?fieldSelector=metadata.namespace%3Ddefault")
+    assert r.status == 400 and r.json()["message"] == "field label not supported: metadata.namespace"
 
 
 async def test_table_with_printer_columns(cr_api: Any) -> None:
