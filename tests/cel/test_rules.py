@@ -94,10 +94,12 @@ def test_list_items_map_correlated_by_key() -> None:
 
 
 def test_root_rule_path_is_nil() -> None:
-    s = from_props({"type": "object", "x-kubernetes-validations": [{"rule": "has(self.spec)"}]})
-    [cause] = compile_rules(s).validate({"metadata": {}})
+    s = from_props({"type": "object", "properties": {"spec": {"type": "object"}},
+                    "x-kubernetes-validations": [{"rule": "has(self.spec) && self.metadata.name != ''"}]})
+    assert rule_errors(s) == []  # metadata is always there at the root
+    [cause] = compile_rules(s).validate({"metadata": {"name": "x"}})
     assert cause.field == "<nil>"
-    assert cause.message == 'Invalid value: "object": failed rule: has(self.spec)'
+    assert cause.message == 'Invalid value: "object": failed rule: has(self.spec) && self.metadata.name != \'\''
 
 
 def test_evaluation_error_message() -> None:
@@ -205,3 +207,32 @@ def test_runtime_budget_for_request() -> None:
 def test_reasons(reason: str, body: str) -> None:
     [cause] = compile_rules(schema(INTS, [{"rule": "false", "reason": reason}])).validate({"spec": {}})
     assert (cause.reason, cause.message) == (reason, body)
+
+
+def test_number_fields_are_doubles() -> None:
+    s = schema({"ratio": {"type": "number"}, "ratios": {"type": "array", "maxItems": 5, "items": {"type": "number"}}},
+               [{"rule": "self.ratio + 0.5 <= 2.0"}, {"rule": "self.ratios.all(r, r + 0.5 > 0.0)"}])
+    c = compile_rules(s)
+    # JSON 1 in a number field is the double 1.0 (int + double has no overload)
+    assert c.validate({"spec": {"ratio": 1, "ratios": [1, 2.5]}}) == []
+    assert len(c.validate({"spec": {"ratio": 2, "ratios": [1]}})) == 1
+
+
+def test_undefined_field_is_a_compile_error() -> None:
+    [cause] = rule_errors(schema(INTS, [{"rule": "self.replicas > 0 && self.nope > 1"}]), P)
+    assert cause.message.endswith("compilation failed: ERROR: <input>:1:26: undefined field 'nope'\n"
+                                  " | self.replicas > 0 && self.nope > 1\n"
+                                  " | .........................^")
+    # has() of an undeclared field too; fields of maps and preserved objects are not checked
+    assert len(rule_errors(schema(INTS, [{"rule": "has(self.nope)"}]), P)) == 1
+    assert rule_errors(schema({}, [{"rule": "has(self.anything)"}], **{"x-kubernetes-preserve-unknown-fields": True}),
+                       P) == []
+
+
+def test_escaped_property_names() -> None:
+    s = schema({"max-size": {"type": "integer"}, "namespace": {"type": "string"}, "a.b": {"type": "integer"}},
+               [{"rule": "self.max__dash__size > self.a__dot__b && self.__namespace__ != ''"}])
+    assert rule_errors(s, P) == []
+    c = compile_rules(s)
+    assert c.validate({"spec": {"max-size": 3, "a.b": 1, "namespace": "x"}}) == []
+    assert len(c.validate({"spec": {"max-size": 0, "a.b": 1, "namespace": "x"}})) == 1

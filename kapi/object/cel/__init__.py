@@ -170,6 +170,7 @@ class CompiledRules:
         self.errors: list[Cause] = []
         self.total_cost = 0
         self._costs: list[tuple[int, str]] = []
+        self._numbers: dict[int, bool] = {}
         self.root = self._compile(schema, path, _cost.root_cardinality())
         if self.total_cost > STATIC_ESTIMATED_CRD_COST_LIMIT:
             # kube reports the (at most 4) most expensive contributors, then the total
@@ -179,6 +180,12 @@ class CompiledRules:
             self.errors.append(field_forbidden(path, _cost.cost_error_message(
                 "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
                 self.total_cost, STATIC_ESTIMATED_CRD_COST_LIMIT)))
+
+    def _has_numbers(self, s: Structural) -> bool:
+        got = self._numbers.get(id(s))
+        if got is None:
+            got = self._numbers[id(s)] = _has_number(s)
+        return got
 
     @property
     def empty(self) -> bool:
@@ -230,6 +237,10 @@ class CompiledRules:
         program, err = _compile_text(r.rule)
         if program is None:
             errs.append(field_invalid(f"{rpath}.rule", _go_rule(r), "compilation failed: " + err))
+            return None
+        undefined = _undefined_fields(r.rule, s, optional_old=bool(r.optional_old_self), root=s is self.schema)
+        if undefined:
+            errs.append(field_invalid(f"{rpath}.rule", _go_rule(r), "compilation failed: " + undefined))
             return None
         if _ret(program) not in ("bool", "dyn", "DYN", "BOOL"):
             errs.append(field_invalid(f"{rpath}.rule", _go_rule(r), "cel expression must evaluate to a bool"))
@@ -325,6 +336,8 @@ class CompiledRules:
         if budget[0] < 0:
             out.append(field_invalid(fpath, s.type, BUDGET_EXCEEDED))
             return False
+        if self._has_numbers(s):
+            value, old = _doubles(value, s), _doubles(old, s)
         data = {"self": value, "oldSelf": old, "__oldSelf": old, "__hasOldSelf": has_old}
         try:
             result = r.program.eval(data=data)
@@ -359,6 +372,94 @@ class CompiledRules:
         else:
             out.append(field_invalid(target, s.type, detail))
         return True
+
+
+_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for", "function",
+                       "if", "import", "let", "loop", "package", "namespace", "return", "var", "void", "while"})
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def escape(name: str) -> str:
+    """A property name as CEL rules select it (kube's ``__dash__``, ``__dot__``, ``__slash__``,
+    ``__underscores__`` and ``__<keyword>__`` escapes); unchanged if it cannot be escaped."""
+    if name in _RESERVED:
+        return f"__{name}__"
+    out = name.replace("__", "__underscores__").replace(".", "__dot__").replace("-", "__dash__") \
+        .replace("/", "__slash__")
+    return out if _IDENT.match(out) else name
+
+
+_SCAN = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[A-Za-z_][A-Za-z0-9_]*|\S")
+
+
+def _closed(s: Structural) -> bool:
+    """An object whose fields are exactly its properties (selecting another is a compile error)."""
+    return (s.type == "object" and not s.preserve_unknown_fields and not s.embedded_resource
+            and not isinstance(s.additional_properties, Structural) and s.additional_properties is not True)
+
+
+def _undefined_fields(text: str, s: Structural, optional_old: bool, root: bool = False) -> str:
+    """cel-go's ``undefined field 'x'`` issues for ``self.x`` chains the schema has no field for."""
+    toks = [(m.group(0), m.start()) for m in _SCAN.finditer(text)]
+    issues = []
+    roots = ("self",) if optional_old else ("self", "oldSelf")
+    for i, (t, _pos) in enumerate(toks):
+        if t not in roots or (i > 0 and toks[i - 1][0] == "."):
+            continue
+        node: Structural | None = s
+        j = i + 1
+        while node is not None and j + 1 < len(toks) and toks[j][0] == "." and _IDENT.match(toks[j + 1][0]):
+            if j + 2 < len(toks) and toks[j + 2][0] == "(":
+                break  # a member function
+            name = toks[j + 1][0]
+            if not _closed(node):
+                break
+            by_name = {escape(k): v for k, v in node.properties.items()}
+            if node is s and root and name in ("apiVersion", "kind", "metadata") and name not in by_name:
+                break  # the root of a custom resource always has them (kube adds them to its type)
+            if name not in by_name:
+                line_start = text.rfind("\n", 0, toks[j][1]) + 1
+                line_end = text.find("\n", toks[j][1])
+                line = text[line_start:line_end if line_end >= 0 else len(text)]
+                col = toks[j][1] - line_start
+                row = text.count("\n", 0, toks[j][1]) + 1
+                issues.append(f"ERROR: <input>:{row}:{col + 1}: undefined field '{name}'\n | {line}\n | "
+                              + "." * col + "^")
+                break
+            node = by_name[name]
+            j += 2
+    return "\n".join(issues)
+
+
+def _has_number(s: Structural) -> bool:
+    """Whether values under ``s`` need converting for CEL (number fields, escaped property names)."""
+    if s.type == "number":
+        return True
+    if any(escape(k) != k for k in s.properties):
+        return True
+    if any(_has_number(c) for c in s.properties.values()):
+        return True
+    if isinstance(s.additional_properties, Structural) and _has_number(s.additional_properties):
+        return True
+    return s.items is not None and _has_number(s.items)
+
+
+def _doubles(v: Any, s: Structural) -> Any:
+    """``v`` with the integers of ``number`` nodes as floats (kube declares them double)."""
+    if s.type == "number":
+        return float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+    if isinstance(v, dict):
+        add = s.additional_properties if isinstance(s.additional_properties, Structural) else None
+        out = {}
+        for k, x in v.items():
+            c = s.properties.get(k)
+            key = escape(k) if c is not None else k
+            c = c or add
+            out[key] = _doubles(x, c) if c is not None and _has_number(c) else x
+        return out
+    if isinstance(v, list) and s.items is not None:
+        return [_doubles(x, s.items) for x in v]
+    return v
 
 
 def _call_limit(fpath: str, s: Structural, rule: ValidationRule) -> Cause:
