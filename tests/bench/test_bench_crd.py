@@ -28,4 +28,4 @@ def test_bench_crd_quick(tmp_path: Path) -> None:
         for kind in ("configmap", "custom"):
             assert p[kind]["requests"] > 0 and p[kind]["errors"] == 0, (kind, p)
         assert p["ratio"] > 0
-    assert set(result["ratios"]) == {"create_c2", "get_c2"}
+    assert set(result["ratios"]) == {"create_c2", "get_c2", "create_c2_per_cpu", "get_c2_per_cpu"}
