@@ -27,3 +27,4 @@ def test_bench_cel_quick(tmp_path: Path) -> None:
     assert chosen["conformance"]["failed"] == []
     assert all(r["eval_us"] and r["eval_us"] > 0 for r in chosen["rules"].values())
     assert 0 < result["ratios"]["chosen_eval_over_slowest"] <= 1
+    assert result["kapi"]["one_rule_validate_us"] > 0 and result["kapi"]["five_rules_validate_us_per_rule"] > 0

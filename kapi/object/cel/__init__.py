@@ -37,6 +37,7 @@ STATIC_ESTIMATED_CRD_COST_LIMIT = 100_000_000
 SUPPORTED_REASONS = (REASON_DUPLICATE, REASON_FORBIDDEN, REASON_INVALID, REASON_REQUIRED)
 BUDGET_EXCEEDED = "validation failed due to running out of cost budget, no further validation rules will be run"
 
+_CHEAP = 1000
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _NEWLINES = re.compile(r"[\n\r]+")
 
@@ -327,7 +328,9 @@ class CompiledRules:
         rule = r.rule
         if r.transition and not has_old and not rule.optional_old_self:
             return True  # a transition rule runs only on update, where the old value exists
-        cost = _cost.runtime(rule.rule, value, old)
+        # a cheap rule is charged its static estimate (never below its actual cost: the object has
+        # passed the schema's size limits); an expensive one is measured on the object
+        cost = r.cost if r.cost <= _CHEAP else _cost.runtime(rule.rule, value, old)
         fpath = path or "<nil>"
         if cost > PER_CALL_LIMIT:
             out.append(_call_limit(fpath, s, rule))
