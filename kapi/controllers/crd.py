@@ -242,7 +242,8 @@ class CRDController:
         established = find_condition(crd, "Established")
         if established is None or established.get("status") != "True":
             if cstatus == "True":
-                set_condition(status, "Established", "False", "Installing", "the initial names have been accepted")
+                if established is None or established.get("reason") != "InstallationFailed":  # kept until served
+                    set_condition(status, "Established", "False", "Installing", "the initial names have been accepted")
             else:
                 set_condition(status, "Established", "False", "NotAccepted", "not all names are accepted")
         if status != (crd.get("status") or {}):

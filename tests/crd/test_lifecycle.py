@@ -302,3 +302,7 @@ async def test_a_crd_that_cannot_be_built_does_not_stop_start_up(nursery: trio.N
     second = await start(nursery, first.storage)
     assert second.registry.table.get("example.com", "v1", "gadgets") is not None
     assert second.registry.table.get("example.com", "v1", "widgets") is None
+    got = (await second.api.request("GET", f"{CRD_PATH}/widgets.example.com")).json()
+    est = condition(got, "Established")
+    assert (est["status"], est["reason"], est["message"]) == (
+        "False", "InstallationFailed", "the resources cannot be built: no such schema")
