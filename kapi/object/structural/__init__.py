@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Structural", "ValidationRule", "ValueValidation", "from_props"]
+__all__ = ["Structural", "ValidationRule", "ValueValidation", "from_props", "validate", "prune", "default",
+           "validate_schema", "coerce"]
 
 Props = dict[str, Any]
 
@@ -87,6 +88,8 @@ class Structural:
     value: ValueValidation = field(default_factory=ValueValidation)
     # The JSONSchemaProps this node was read from (for OpenAPI publication and error messages).
     raw: Props = field(default_factory=dict, repr=False, compare=False)
+    # What the structural modules compile from this node once (validators, flags); never part of equality.
+    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
 
 def _rules(raw: Any) -> tuple[ValidationRule, ...]:
@@ -154,3 +157,11 @@ def from_props(p: Props) -> Structural:
         map_type=str(p.get("x-kubernetes-map-type", "") or ""),
         validations=_rules(p.get("x-kubernetes-validations")),
         value=_value(p), raw=p)
+
+
+# The operations on the tree (imported last: they import the dataclasses above).
+from kapi.object.structural.validation import validate  # noqa: E402
+from kapi.object.structural.pruning import prune  # noqa: E402
+from kapi.object.structural.defaulting import default  # noqa: E402
+from kapi.object.structural.objectmeta import coerce  # noqa: E402
+from kapi.object.structural.schema import validate_schema  # noqa: E402
