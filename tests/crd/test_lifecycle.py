@@ -230,6 +230,10 @@ async def test_delete_crd_removes_its_objects_first(cluster: Cluster) -> None:
         for i in range(3):
             await registry.create(res, ns, {"apiVersion": "example.com/v1", "kind": "Widget",
                                             "metadata": {"name": f"w{i}", "namespace": ns}}, WriteOptions())
+    # One made through the API as a client would.
+    reply = await api.create("/apis/example.com/v1/namespaces/default/widgets",
+                             {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "by-http"}})
+    assert reply.status == 201, reply.body
     # One object held by a finalizer of its own: the CRD waits for it.
     await registry.create(res, "default", {"apiVersion": "example.com/v1", "kind": "Widget",
                                            "metadata": {"name": "held", "finalizers": ["example.com/hold"]}},
