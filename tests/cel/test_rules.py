@@ -236,3 +236,12 @@ def test_escaped_property_names() -> None:
     c = compile_rules(s)
     assert c.validate({"spec": {"max-size": 3, "a.b": 1, "namespace": "x"}}) == []
     assert len(c.validate({"spec": {"max-size": 0, "a.b": 1, "namespace": "x"}})) == 1
+
+
+def test_optional_old_self_in_message_expression() -> None:
+    rule = {"rule": "!oldSelf.hasValue() || self.replicas >= oldSelf.value().replicas", "optionalOldSelf": True,
+            "messageExpression": "'was ' + string(oldSelf.value().replicas)"}
+    c = compile_rules(schema(INTS, [rule]))
+    assert rule_errors(schema(INTS, [rule])) == []
+    [cause] = c.validate({"spec": {"replicas": 1}}, {"spec": {"replicas": 4}})
+    assert cause.message == 'Invalid value: "object": was 4'

@@ -255,6 +255,9 @@ class CompiledRules:
         out = _Rule(rule=r, index=i, program=program, transition=transition)
         if r.message_expression.strip():
             mp, err = _compile_text(r.message_expression)
+            if mp is not None and transition and r.optional_old_self:  # oldSelf is an optional there too
+                mp, err = _compile_text("cel.bind(oldSelf, __hasOldSelf ? optional.of(__oldSelf) : optional.none(), "
+                                        f"({r.message_expression}\n))")
             if mp is None:
                 errs.append(field_invalid(f"{rpath}.messageExpression", _go_rule(r),
                                           "messageExpression compilation failed: " + err))
