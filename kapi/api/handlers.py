@@ -268,7 +268,7 @@ class Handlers:
         if mode == "Warn":
             ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
         if own is not None:
-            return obj  # the strategy prunes them on the write
+            return obj  # the strategy dropped them
         return prune_unknown_fields(self.schema, (group, version, kind), obj)
 
     async def create(self, ctx: RequestContext, res: Resource) -> Response:

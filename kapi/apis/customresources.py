@@ -11,7 +11,6 @@ way in and out with the CRD's conversion (``kapi.apis.crdconversion``).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -157,10 +156,12 @@ class CustomResourceStrategy(Strategy):
             _default(obj, self.schema)
 
     def unknown_fields(self, obj: Obj) -> list[str] | None:
-        """The fields the version's schema prunes (fieldValidation Warn/Strict), found on a copy."""
-        return self._prune(copy.deepcopy(obj))
+        """The fields the version's schema prunes (fieldValidation Warn/Strict), pruned from the body."""
+        return self._prune(obj)
 
     def canonicalize(self, obj: Obj) -> None:
+        # what the handler's unknown_fields left (a JSON patch's result is pruned there too) is pruned
+        # again here: the registry's own writes (controllers, bootstrap) come this way only
         self._prune(obj)
 
     def default(self, obj: Obj, old: Obj | None) -> None:

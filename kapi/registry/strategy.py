@@ -120,9 +120,9 @@ class Strategy:
     # ------------------------------------------------------------------ writes
 
     def unknown_fields(self, obj: Obj) -> list[str] | None:
-        """The paths of fields a body has that the kind does not (fieldValidation Warn/Strict), without
-        changing ``obj``; None: the built-in Schema answers (and drops them). A kind that answers here
-        drops them itself (its ``canonicalize``): a custom resource's structural pruning."""
+        """The paths of fields a body has that the kind does not (fieldValidation Warn/Strict), dropped
+        from ``obj`` (a custom resource's structural pruning); None: the built-in Schema answers (and the
+        handler drops them)."""
         return None
 
     def canonicalize(self, obj: Obj) -> None:
