@@ -129,6 +129,11 @@ def test_compile_error_message() -> None:
 def test_rule_must_be_bool() -> None:
     [cause] = rule_errors(schema(INTS, [{"rule": "1 + 2"}]), P)
     assert cause.message.endswith(": cel expression must evaluate to a bool")
+    # a field of the schema's non-boolean type
+    [cause] = rule_errors(schema(INTS, [{"rule": "self.replicas"}]), P)
+    assert cause.message.endswith(": cel expression must evaluate to a bool")
+    flag = {"enabled": {"type": "boolean"}}
+    assert rule_errors(schema(flag, [{"rule": "self.enabled"}]), P) == []
 
 
 def test_message_checks_and_field_path() -> None:

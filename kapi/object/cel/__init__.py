@@ -243,7 +243,7 @@ class CompiledRules:
         if undefined:
             errs.append(field_invalid(f"{rpath}.rule", _go_rule(r), "compilation failed: " + undefined))
             return None
-        if _ret(program) not in ("bool", "dyn", "DYN", "BOOL"):
+        if _ret(program) not in ("bool", "dyn", "DYN", "BOOL") or _chain_type(r.rule, s) not in ("", "boolean"):
             errs.append(field_invalid(f"{rpath}.rule", _go_rule(r), "cel expression must evaluate to a bool"))
             ok = False
         if transition and r.optional_old_self:
@@ -402,6 +402,23 @@ def _closed(s: Structural) -> bool:
     """An object whose fields are exactly its properties (selecting another is a compile error)."""
     return (s.type == "object" and not s.preserve_unknown_fields and not s.embedded_resource
             and not isinstance(s.additional_properties, Structural) and s.additional_properties is not True)
+
+
+_CHAIN = re.compile(r"^\s*self((?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*$")
+
+
+def _chain_type(text: str, s: Structural) -> str:
+    """The schema type of a rule that is only ``self.a.b`` ("" when not such a chain, or unknown)."""
+    m = _CHAIN.match(text)
+    if not m:
+        return ""
+    node = s
+    for name in [x.strip() for x in m.group(1).split(".") if x.strip()]:
+        by_name = {escape(k): v for k, v in node.properties.items()}
+        if name not in by_name:
+            return ""
+        node = by_name[name]
+    return node.type if not node.int_or_string else ""
 
 
 def _undefined_fields(text: str, s: Structural, optional_old: bool, root: bool = False) -> str:
