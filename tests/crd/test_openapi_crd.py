@@ -195,3 +195,24 @@ async def test_kubectl_apply_validate_strict_of_a_custom_kind(served: tuple[Serv
     assert "created" in out
     status, _, got = await request(client, "GET", f"/apis/{GROUP}/v2/namespaces/default/crontabs/k{version.replace('.', '')}")
     assert status == 200 and got["spec"]["replicas"] == 2
+
+
+def test_schema_keywords_are_published_and_encode_as_protobuf() -> None:
+    spec_props = {
+        "a": {"type": "string", "enum": ["x", "y"], "default": "x", "pattern": "^[a-z]$", "maxLength": 3},
+        "b": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+              "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"], "maxItems": 4},
+        "c": {"type": "object", "additionalProperties": {"type": "integer", "format": "int64", "multipleOf": 2}},
+        "d": {"type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True},
+        "f": {"type": "string", "x-kubernetes-validations": [{"rule": "self != ''"}]},
+    }
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "required": ["a"], "properties": spec_props}}}
+    _, docs = docs_with([{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}])
+    spec = orjson.loads(docs.v2().body)["definitions"][DEF_V1]["properties"]["spec"]
+    assert spec["required"] == ["a"]
+    for name in ("a", "b", "c", "d"):
+        assert spec["properties"][name] == spec_props[name]
+    assert spec["properties"]["f"] == {"type": "string"}  # CEL rules are not swagger 2.0
+    v3 = orjson.loads(docs.v3("apis/stable.example.com/v1").body)  # type: ignore[union-attr]
+    assert v3["components"]["schemas"][DEF_V1]["properties"]["spec"]["properties"]["f"] == spec_props["f"]
+    assert docs.v2_protobuf().body
