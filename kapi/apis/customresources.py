@@ -22,6 +22,7 @@ from kapi.object.cel import CompiledRules, compile_rules
 from kapi.object.jsonpath import Path, compile_path
 from kapi.object.selectors import META_FIELDS, FieldLabels, format_label_selector
 from kapi.object.structural import Structural, from_props
+from kapi.object.validation import field_invalid
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Obj, Strategy
 
@@ -78,6 +79,43 @@ def _selectable_value(value: Any) -> str:
     if isinstance(value, float) and value == int(value):
         return str(int(value))
     return str(value)
+
+
+_GO_TYPES = {bool: "bool", str: "string", float: "float64", int: "int64", list: "[]interface {}",
+             dict: "map[string]interface {}", type(None): "<nil>"}
+_MAX_INT32 = 2**31 - 1
+
+
+def _nested(obj: Obj, path: str, want: type) -> tuple[Any, str]:
+    """unstructured.NestedInt64 / NestedString at a ``.a.b`` path: (value or None when absent, error text)."""
+    fields = [p for p in path.lstrip(".").split(".") if p]
+    cur: Any = obj
+    for i, f in enumerate(fields):
+        if not isinstance(cur, dict):
+            return None, (f"{'.' + '.'.join(fields[:i])} accessor error: {cur} is of the type "
+                          f"{_GO_TYPES.get(type(cur), type(cur).__name__)}, expected map[string]interface{{}}")
+        if f not in cur:
+            return None, ""
+        cur = cur[f]
+    ok = isinstance(cur, int) and not isinstance(cur, bool) if want is int else isinstance(cur, want)
+    if not ok:
+        shown = "<nil>" if cur is None else str(cur).lower() if isinstance(cur, bool) else cur
+        return None, (f"{'.' + '.'.join(fields)} accessor error: {shown} is of the type "
+                      f"{_GO_TYPES.get(type(cur), type(cur).__name__)}, expected {'int64' if want is int else 'string'}")
+    return cur, ""
+
+
+def _replicas_causes(obj: Obj, path: str) -> list[Cause]:
+    value, err = _nested(obj, path, int)
+    if err:
+        return [field_invalid(path, 0, err)]
+    if value is None:
+        return []
+    if value < 0:
+        return [field_invalid(path, value, "should be a non-negative integer")]
+    if value > _MAX_INT32:
+        return [field_invalid(path, value, f"should be less than or equal to {_MAX_INT32}")]
+    return []
 
 
 def _set_path(obj: Obj, path: str, value: Any) -> None:
@@ -178,14 +216,28 @@ class CustomResourceStrategy(Strategy):
                 causes.extend(self.rules.validate(obj, old))
         return causes
 
+    def _scale_causes(self, obj: Obj, *, spec: bool) -> list[Cause]:
+        """kube's ValidateScaleSpec / ValidateScaleStatus: the replicas paths hold int32s >= 0, the
+        label selector path a string."""
+        if not self.spec_replicas_path:
+            return []
+        causes = _replicas_causes(obj, self.spec_replicas_path) if spec else []
+        if self.status_replicas_path:
+            causes += _replicas_causes(obj, self.status_replicas_path)
+        if self.label_selector_path:
+            _value, err = _nested(obj, self.label_selector_path, str)
+            if err:
+                causes.append(field_invalid(self.label_selector_path, "", err))
+        return causes
+
     def validate(self, obj: Obj) -> list[Cause]:
-        return self._schema_causes(obj, None)
+        return self._schema_causes(obj, None) + self._scale_causes(obj, spec=True)
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return self._schema_causes(new, old)
+        return self._schema_causes(new, old) + self._scale_causes(new, spec=True)
 
     def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
-        return self._schema_causes(new, old)
+        return self._schema_causes(new, old) + self._scale_causes(new, spec=False)
 
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         new = super().prepare_for_update(res, new, old, subresource)

@@ -95,3 +95,23 @@ async def test_cel_rule_refuses_a_write(cr_api: Any) -> None:
     assert (await cr_api.create(NS, widget("a", min=1, max=2))).status == 201
     r = await cr_api.request("PATCH", f"{NS}/a", {"spec": {"min": 3}}, content_type=MERGE)
     assert r.status == 422 and "min must not exceed max" in r.json()["message"]
+
+
+async def test_scale_paths_validated(nursery: trio.Nursery) -> None:
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = {"type": "object",
+                                                              "x-kubernetes-preserve-unknown-fields": True}
+    api = await serve_crds(nursery, crd)
+    r = await api.create(NS, widget("a", replicas=-2))
+    assert r.status == 422
+    (cause,) = r.json()["details"]["causes"]
+    assert cause == {"reason": "FieldValueInvalid", "field": ".spec.replicas",
+                     "message": "Invalid value: -2: should be a non-negative integer"}
+    r = await api.create(NS, widget("a", replicas="two"))
+    assert r.json()["details"]["causes"][0]["message"] == (
+        "Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64")
+    assert (await api.create(NS, widget("a", replicas=1))).status == 201
+    r = await api.request("PATCH", f"{NS}/a/status", {"status": {"selector": {"app": "x"}}}, content_type=MERGE)
+    assert r.status == 422
+    assert r.json()["details"]["causes"][0]["field"] == ".status.selector"
+    assert "expected string" in r.json()["details"]["causes"][0]["message"]
