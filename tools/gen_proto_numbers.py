@@ -88,6 +88,7 @@ INLINE: frozenset[tuple[str, str]] = frozenset(
         ("k8s.io.api.core.v1.Volume", "volumeSource"),
         ("k8s.io.api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
         ("k8s.io.api.core.v1.Probe", "handler"),
+        ("k8s.io.api.networking.v1.IngressRule", "ingressRuleValue"),
     }
 )
 

@@ -35,6 +35,13 @@ SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset(
         ("flowcontrol.apiserver.k8s.io", "v1"),
         ("authorization.k8s.io", "v1"),
         ("authentication.k8s.io", "v1"),
+        # issue 14, built-in groups A
+        ("networking.k8s.io", "v1"),
+        ("policy", "v1"),
+        ("storage.k8s.io", "v1"),
+        ("discovery.k8s.io", "v1"),
+        ("scheduling.k8s.io", "v1"),
+        ("node.k8s.io", "v1"),
     }
 )
 

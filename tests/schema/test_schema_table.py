@@ -101,7 +101,8 @@ def test_only_served_groups_are_included() -> None:
     names = {t.name for t in load_builtin()}
     assert "io.k8s.api.core.v1.Pod" in names
     assert "io.k8s.api.flowcontrol.v1.FlowSchema" in names
-    assert "io.k8s.api.networking.v1.Ingress" not in names
+    assert "io.k8s.api.networking.v1.Ingress" in names  # served since issue 14
+    assert "io.k8s.api.resource.v1beta1.ResourceClaim" not in names
     assert "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler" not in names
 
 

@@ -54,7 +54,7 @@ def validate_priority_class(obj: Obj) -> list[Cause]:
 
 @unique_causes
 def validate_priority_class_update(new: Obj, old: Obj) -> list[Cause]:
-    errs: list[Cause] = []
+    errs = validate_priority_class(new)
     if new.get("value", 0) != old.get("value", 0):
         errs.append(field_forbidden("value", "may not be changed in an update."))
     errs.extend(_immutable("preemptionPolicy", new.get("preemptionPolicy"), old.get("preemptionPolicy")))
