@@ -299,6 +299,9 @@ class CustomResourceStrategy(Strategy):
             # kube's storage decoder prunes and defaults what it reads (a schema changed since the write)
             self._prune(obj, stored=True)
             self._apply_defaults(obj)
+        md = obj.get("metadata")
+        if isinstance(md, dict) and not md.get("generation"):
+            md["generation"] = 1  # kube's storage coercer repairs a missing generation
         return obj
 
     async def convert_from_storage(self, objs: list[Obj]) -> list[Obj]:

@@ -98,3 +98,13 @@ async def test_defaulting_on_create_update_and_read(cr_api: Any) -> None:
         assert "gone" not in got["spec"]  # pruned on read too
     listed = (await cr_api.request("GET", NS)).json()
     assert {i["metadata"]["name"]: i["spec"]["size"] for i in listed["items"]} == {"a": 3, "b": 3}
+
+
+async def test_generation_repaired_on_read(cr_api: Any) -> None:
+    raw = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {
+        "name": "old", "namespace": "default", "uid": "u", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"color": "red"}}
+    await cr_api.registry.storage.create(f"/registry/{GROUP}/widgets/default/old", codec.encode_value(raw))
+    assert (await cr_api.request("GET", f"{NS}/old")).json()["metadata"]["generation"] == 1
+    r = await cr_api.request("PATCH", f"{NS}/old", {"spec": {"color": "blue"}}, content_type=MERGE)
+    assert r.json()["metadata"]["generation"] == 2
