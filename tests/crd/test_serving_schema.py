@@ -108,3 +108,14 @@ async def test_generation_repaired_on_read(cr_api: Any) -> None:
     assert (await cr_api.request("GET", f"{NS}/old")).json()["metadata"]["generation"] == 1
     r = await cr_api.request("PATCH", f"{NS}/old", {"spec": {"color": "blue"}}, content_type=MERGE)
     assert r.json()["metadata"]["generation"] == 2
+
+
+@needs_prune
+async def test_unknown_metadata_field(cr_api: Any) -> None:
+    body = widget("a")
+    body["metadata"]["bogus"] = 1
+    r = await cr_api.create(NS + "?fieldValidation=Strict", body)
+    assert r.status == 400 and r.json()["message"] == 'strict decoding error: unknown field "metadata.bogus"'
+    r = await cr_api.create(NS, body)
+    assert r.status == 201 and "bogus" not in r.json()["metadata"]
+    assert r.header_values("warning") == ['299 - "unknown field \\"metadata.bogus\\""']
