@@ -528,11 +528,14 @@ class Registry:
     # ---------------------------------------------------- delete (deletion.py)
 
     async def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> DeleteResult:
-        return await deletion.delete(self, res, namespace, name, opts)
+        result = await deletion.delete(self, res, namespace, name, opts)
+        if res.strategy.converts_async and result.obj.get("kind") != "Status":
+            result.obj = (await self.served(res, [result.obj]))[0]  # deletion read it in the storage version
+        return result
 
     async def delete_collection(self, res: Resource, namespace: str, list_opts: ListOptions,
                                 opts: DeleteOptions) -> ListResult[Obj]:
-        return await deletion.delete_collection(self, res, namespace, list_opts, opts)
+        return await deletion.delete_collection(self, res, namespace, list_opts, opts)  # each through delete
 
     # ----------------------------------------------------- watch (watching.py)
 

@@ -161,3 +161,18 @@ async def test_a_failing_webhook_is_a_500_with_kubes_message(served: tuple[Serve
     assert status == 404  # nothing was stored
     status, _, body = await request(client, "GET", NS.format(v="v1") + "/a")
     assert status == 200  # the storage version needs no webhook
+
+
+async def test_delete_answers_in_the_version_asked(served: tuple[Server, Client, Webhook]) -> None:
+    _, client, _ = served
+    obj = crontab("f", "v1", {"cronSpec": "z"})
+    obj["metadata"]["finalizers"] = ["example.com/hold"]
+    await request(client, "POST", NS.format(v="v1"), obj)
+    status, _, body = await request(client, "DELETE", NS.format(v="v2") + "/f")
+    assert status in (200, 202), body
+    assert body["apiVersion"] == f"{GROUP}/v2" and body["spec"] == {"schedule": "z"}  # the object stays
+    assert body["metadata"]["deletionTimestamp"]
+    status, _, body = await request(client, "DELETE", NS.format(v="v2") + "?labelSelector=")
+    assert status == 200, body
+    assert body["apiVersion"] == f"{GROUP}/v2"
+    assert [(i.get("apiVersion", f"{GROUP}/v2"), i["spec"]) for i in body["items"]] == [(f"{GROUP}/v2", {"schedule": "z"})]
