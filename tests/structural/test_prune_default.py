@@ -110,3 +110,14 @@ def test_coerce_malformed_embedded_kind() -> None:
     assert err is not None and (err.field, err.message) == ("spec.template.kind", "Invalid value: 3: must be a string")
     err, _ = coerce(obj, s, drop_invalid=True)
     assert err is None and obj["spec"]["template"] == {"apiVersion": "v1"}
+
+
+def test_prune_drops_non_nullable_nulls_without_defaults() -> None:
+    s = from_props(SCHEMA)
+    obj = {"spec": {"items": None, "replicas": None, "nul": None, "labels": {"a": None}},
+           "status": {"ready": None}}
+    assert prune(obj, s) == []
+    # items and status.ready: not nullable, no default: dropped; replicas has a default (defaulting
+    # fills it), nul is nullable, the map entry has a default
+    assert obj == {"spec": {"replicas": None, "nul": None, "labels": {"a": None}}, "status": {}}
+    assert prune({"spec": {"items": None}}, s, nulls=False) == []

@@ -15,15 +15,16 @@ __all__ = ["prune"]
 _META_FIELDS = frozenset({"apiVersion", "kind", "metadata"})
 
 
-def prune(obj: Any, s: Structural | None, *, root: bool = True) -> list[str]:
+def prune(obj: Any, s: Structural | None, *, root: bool = True, nulls: bool | None = None) -> list[str]:
     """Drop from ``obj`` (in place) what ``s`` does not declare; return the dropped paths, sorted
     (``spec.foo``, ``spec.items[0].bar``). ``root``: ``obj`` is a whole object (its apiVersion, kind and
-    metadata are kept, as an embedded resource's)."""
+    metadata are kept, as an embedded resource's). ``nulls`` (default: ``root``): then drop the nulls of
+    fields neither nullable nor defaulted, as kube's decoding does after pruning (not reported)."""
     out: list[str] = []
-    if root:
-        _prune(obj, s, "", out, True)
-    else:
-        _prune(obj, s, "", out, False)
+    _prune(obj, s, "", out, root)
+    if nulls if nulls is not None else root:
+        from kapi.object.structural.defaulting import prune_non_nullable_nulls
+        prune_non_nullable_nulls(obj, s)
     out.sort()
     return out
 

@@ -295,7 +295,7 @@ def validate_defaults(props: Any, path: str) -> list[Cause]:
             else:
                 import copy
                 pruned = copy.deepcopy(dflt)
-                prune(pruned, s, root=s.embedded_resource)
+                prune(pruned, s, root=s.embedded_resource, nulls=False)
                 if pruned != dflt:
                     errs.append(_invalid(dpath, dflt, "must not have unknown fields"))
                 probe = copy.deepcopy(dflt)

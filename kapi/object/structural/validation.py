@@ -49,7 +49,7 @@ class _V:
                  "max_length", "min_length", "pattern", "pattern_src", "max_items", "min_items",
                  "unique_items", "items", "properties", "additional", "required", "max_properties",
                  "min_properties", "all_of", "any_of", "one_of", "not_", "has_props_validator",
-                 "applies_type")
+                 "applies_type", "fast_types")
 
 
 def _compiled(s: Structural) -> _V:
@@ -104,6 +104,13 @@ def _compile(s: Structural) -> _V:
     v.one_of = tuple(_sub(p) for p in val.one_of)
     v.not_ = _sub(val.not_) if val.not_ is not None else None
     v.has_props_validator = bool(v.all_of or v.any_of or v.one_of or v.not_ is not None)
+    # a scalar node that only checks its type: the Python types that pass it without a walk
+    v.fast_types = None
+    if len(v.types) == 1 and not v.format and v.enum is None and not v.has_props_validator and \
+            v.maximum is None and v.minimum is None and v.multiple_of is None and v.max_length is None and \
+            v.min_length is None and v.pattern is None:
+        v.fast_types = {"string": frozenset({str}), "boolean": frozenset({bool}), "integer": frozenset({int}),
+                        "number": frozenset({int, float})}.get(v.types[0])
     return v
 
 
@@ -397,8 +404,12 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
         # 6. slice
         items = v.items
         if items is not None:
+            ft = items.fast_types
             for i, x in enumerate(data):
-                matches += _run(items, x, f"{path}[{i}]", out)
+                if ft is not None and type(x) in ft:
+                    matches += 5
+                else:
+                    matches += _run(items, x, f"{path}[{i}]", out)
         size = len(data)
         if v.min_items is not None and size < v.min_items:
             out.append(_E(_INVALID, path, size, f"{path} in body should have at least {v.min_items} items"))
@@ -433,15 +444,23 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
                 if k not in props:
                     out.append(_E(_INVALID, path, k, f"{path}.{k} in body is a forbidden property"))
         elif isinstance(additional, _V):
+            ft = additional.fast_types
             for k, x in data.items():
                 if k not in props:
-                    matches += _run(additional, x, f"{path}.{k}", out)
+                    if ft is not None and type(x) in ft:
+                        matches += 5
+                    else:
+                        matches += _run(additional, x, f"{path}.{k}", out)
         if props:
             prefix = path + "." if path else ""
             for k, x in data.items():
                 p = props.get(k)
                 if p is not None:
-                    matches += _run(p, x, prefix + k, out)
+                    ft = p.fast_types
+                    if ft is not None and type(x) in ft:
+                        matches += 5  # what _run counts for a scalar that passes its type
+                    else:
+                        matches += _run(p, x, prefix + k, out)
         for k in v.required:
             if k not in data:
                 out.append(_E(_REQUIRED, f"{path}.{k}", None, f"{path}.{k} in body is required"))
@@ -568,9 +587,26 @@ def validate(s: Structural, obj: Any, path: str = "") -> list[Cause]:
     the OpenAPI schema, then embedded resources' apiVersion/kind/metadata, then list-type set/map
     uniqueness. The root's own metadata and CEL rules are the caller's."""
     out = validate_schema_only(s, obj, path)
-    out.extend(validate_embedded_meta(s, obj, path))
-    out.extend(validate_list_sets_and_maps(s, obj, path))
+    if _subtree_has(s, "embedded"):
+        out.extend(validate_embedded_meta(s, obj, path))
+    if _subtree_has(s, "lists"):
+        out.extend(validate_list_sets_and_maps(s, obj, path))
     return out
+
+
+def _subtree_has(s: Structural, what: str) -> bool:
+    """Whether any node under ``s`` (itself included) is an embedded resource ("embedded") or a set/map
+    list ("lists"); memoized, so that the walks are skipped for schemas without them."""
+    key = "has_" + what
+    c = s.cache.get(key)
+    if c is None:
+        own = s.embedded_resource if what == "embedded" else s.list_type in ("set", "map")
+        ap = s.additional_properties
+        c = own or any(_subtree_has(p, what) for p in s.properties.values()) or (
+            s.items is not None and _subtree_has(s.items, what)) or (
+            isinstance(ap, Structural) and _subtree_has(ap, what))
+        s.cache[key] = c
+    return c
 
 
 # ------------------------------------------------------------------ list types
@@ -617,13 +653,13 @@ def validate_list_sets_and_maps(s: Structural, obj: Any, path: str = "") -> list
 
 def _lists_object(s: Structural, obj: dict[str, Any], path: str, errs: list[Cause]) -> None:
     ap = s.additional_properties
-    if isinstance(ap, Structural):
+    if isinstance(ap, Structural) and _subtree_has(ap, "lists"):
         for k, x in obj.items():
             _lists_value(ap, x, f"{path}[{k}]", errs)
     if s.properties:
         for k, x in obj.items():
             sub = s.properties.get(k)
-            if sub is not None:
+            if sub is not None and _subtree_has(sub, "lists"):
                 _lists_value(sub, x, _child(path, k), errs)
 
 
@@ -634,7 +670,7 @@ def _lists_value(s: Structural, x: Any, path: str, errs: list[Cause]) -> None:
                 errs.append(_dup(f"{path}[{i}]", x[i]))
         elif s.list_type == "map":
             errs.extend(_list_map(s, x, path))
-        if s.items is not None:
+        if s.items is not None and _subtree_has(s.items, "lists"):
             for i, y in enumerate(x):
                 _lists_value(s.items, y, f"{path}[{i}]", errs)
     elif isinstance(x, dict):
@@ -678,7 +714,7 @@ def validate_embedded_meta(s: Structural, obj: Any, path: str = "", *, root: boo
     errs: list[Cause] = []
 
     def walk(x: Any, node: Structural | None, pth: str, is_root: bool) -> None:
-        if node is None:
+        if node is None or not (is_root or _subtree_has(node, "embedded")):
             return
         if isinstance(x, dict):
             if node.embedded_resource or is_root:
