@@ -68,7 +68,8 @@ async def test_storage_class_validation(api: Api) -> None:
     assert causes(await api.create(SC, sc("x", provisioner=""))) == [
         ("FieldValueRequired", "provisioner", "Required value")]
     assert causes(await api.create(SC, sc("x", reclaimPolicy="Recycle"))) == [
-        ("FieldValueNotSupported", "reclaimPolicy", 'Unsupported value: "Recycle": supported values: "Delete", "Retain"')]
+        ("FieldValueNotSupported", "reclaimPolicy",
+         'Unsupported value: "Recycle": supported values: "Delete", "Retain"')]
     assert causes(await api.create(SC, sc("x", volumeBindingMode="Later"))) == [
         ("FieldValueNotSupported", "volumeBindingMode",
          'Unsupported value: "Later": supported values: "Immediate", "WaitForFirstConsumer"')]
@@ -171,7 +172,8 @@ def eps(name: str, **fields: Any) -> dict[str, Any]:
 
 
 async def test_endpoint_slice_defaults_and_table(api: Api) -> None:
-    created = await api.create(EPS, eps("web-abc", addressType="IPv4", ports=[{"port": 80}, {"name": "https", "port": 443}],
+    created = await api.create(EPS, eps("web-abc", addressType="IPv4",
+                                        ports=[{"port": 80}, {"name": "https", "port": 443}],
                                         endpoints=[{"addresses": [f"10.0.0.{i}"]} for i in range(1, 6)]))
     assert created.status == 201, created.body
     body = created.json()
@@ -294,7 +296,8 @@ A_RESOURCES = {
 
 
 async def test_discovery_lists_the_groups_and_their_resources(api: Api) -> None:
-    groups = {g["name"]: [v["version"] for v in g["versions"]] for g in (await api.request("GET", "/apis")).json()["groups"]}
+    listed_groups = (await api.request("GET", "/apis")).json()["groups"]
+    groups = {g["name"]: [v["version"] for v in g["versions"]] for g in listed_groups}
     for gv in A_RESOURCES:
         group, version = gv.split("/")
         assert version in groups[group], gv
@@ -313,7 +316,8 @@ async def test_protobuf_round_trip_of_an_ingress(api: Api) -> None:
     from kapi.object.schema import load_builtin
 
     ing = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "pb"},
-           "spec": {"ingressClassName": "nginx", "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}
+           "spec": {"ingressClassName": "nginx",
+                    "defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}}}
     schema = load_builtin()
     reply = await api.request("POST", "/apis/networking.k8s.io/v1/namespaces/default/ingresses",
                               protobuf.encode_object(schema, ing),
@@ -344,3 +348,20 @@ def test_bootstrap_roles_grant_the_namespaced_kinds_as_kube_does() -> None:
         assert covers(edit, [wanted])[0], wanted
     # kube's view role does not read cluster-scoped storage or scheduling objects
     assert not covers(view, [rule(["get"], "storage.k8s.io", ["storageclasses"])])[0]
+
+
+async def test_openapi_v3_publishes_the_group_versions(api: Api) -> None:
+    paths = (await api.request("GET", "/openapi/v3")).json()["paths"]
+    for gv in A_RESOURCES:
+        assert f"apis/{gv}" in paths, gv
+    doc = (await api.request("GET", "/openapi/v3/apis/networking.k8s.io/v1")).json()
+    schemas = doc["components"]["schemas"]
+    assert "io.k8s.api.networking.v1.Ingress" in schemas
+    assert "/apis/networking.k8s.io/v1/namespaces/{namespace}/ingresses/{name}/status" in doc["paths"]
+
+
+async def test_unknown_fields_are_refused_with_strict_validation(api: Api) -> None:
+    body = obj("scheduling.k8s.io/v1", "PriorityClass", "strict", value=1, valeu=2)
+    reply = await api.request("POST", f"{PC}?fieldValidation=Strict", body)
+    assert reply.status == 400, reply.body
+    assert 'unknown field "valeu"' in reply.json()["message"]
