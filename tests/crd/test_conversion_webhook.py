@@ -274,3 +274,50 @@ def test_convert_sync_of_a_webhook_refuses() -> None:
     with pytest.raises(errors.InternalError):
         conv.convert_sync(crontab(), f"{GROUP}/v2")
     assert conv.convert_sync(crontab("a", "v2"), f"{GROUP}/v2")["metadata"]["name"] == "a"
+
+
+async def test_a_slow_webhook_times_out_without_blocking_the_server(hook: Webhook, tmp_path: Path) -> None:
+    import threading
+
+    import trio
+
+    release = threading.Event()
+
+    def slow(review: Any) -> Answer:
+        release.wait(10)  # held until the test lets it go (or 10 s)
+        return converting()(review)
+
+    hook.answer = slow
+    cert, key = tmp_path / "client.crt", tmp_path / "client.key"
+    cert.write_bytes(hook.pki.client_cert)
+    key.write_bytes(hook.pki.client_key)
+    spec = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
+        "url": hook.url.replace("/authorize", "/convert"),
+        "caBundle": base64.b64encode(hook.pki.ca.read_bytes()).decode()}}}
+    conv = conversion_for(crd(spec), client_factory=client_factory, client_cert=(str(cert), str(key)),
+                          timeout_s=0.5)
+    other_ran = trio.Event()
+
+    async def other() -> None:
+        other_ran.set()  # runs while the conversion waits on the webhook
+
+    failures: list[errors.InternalError] = []
+    ran_meanwhile: list[bool] = []
+    try:
+        async with trio.open_nursery() as nursery:
+            async def convert() -> None:
+                await trio.sleep(0)
+                nursery.start_soon(other)
+                try:
+                    await conv.convert([crontab()], f"{GROUP}/v2")
+                except errors.InternalError as exc:
+                    failures.append(exc)
+                    ran_meanwhile.append(other_ran.is_set())  # a blocking call would not have let it run
+            nursery.start_soon(convert)
+    finally:
+        release.set()
+        await conv.aclose()
+    assert len(failures) == 1
+    assert ran_meanwhile == [True]
+    text = str(failures[0])
+    assert text.startswith(f"conversion webhook for {GVK} failed: Post ") and "context deadline exceeded" in text, text
