@@ -21,40 +21,17 @@ from kapi.errors import Cause
 from kapi.object.cel import CompiledRules, compile_rules
 from kapi.object.jsonpath import Path, compile_path
 from kapi.object.selectors import META_FIELDS, FieldLabels, format_label_selector
-from kapi.object.structural import Structural, from_props
+from kapi.object.structural import Structural, coerce, default, from_props, prune, validate
 from kapi.object.validation import field_invalid
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Obj, Strategy
 
-
-def _structural_op(name: str) -> Any:
-    """One of kapi.object.structural's operations (validate, prune, default), wherever it is defined;
-    None while it is not there (the groundwork has only the tree)."""
-    import importlib
-
-    for module in ("kapi.object.structural", "kapi.object.structural.validation", "kapi.object.structural.pruning",
-                   "kapi.object.structural.defaulting", "kapi.object.structural.objectmeta"):
-        try:
-            found = getattr(importlib.import_module(module), name, None)
-        except ImportError:
-            continue
-        if callable(found):
-            return found
-    return None
-
-
-_validate_structural = _structural_op("validate")
-_prune = _structural_op("prune")
-_default = _structural_op("default")
-_coerce_meta = _structural_op("coerce")  # objectmeta: metadata keeps ObjectMeta's fields only
 # kube's hasBlockingErr: a value of the wrong type keeps the CEL rules from running
 _BLOCKING = "FieldValueTypeInvalid"
 _NOT_CHECKED = Cause("FieldValueInvalid", 'Invalid value: "null": some validation rules were not checked because '
                      "the object was invalid; correct the existing errors to complete validation", "")
 
 __all__ = ["CustomResourceStrategy", "custom_resources", "deprecation_warning"]
-
-_METADATA_SCHEMA_KEYS = ("metadata", "apiVersion", "kind")
 
 
 def deprecation_warning(group: str, version: Mapping[str, Any], kind: str) -> str:
@@ -179,19 +156,18 @@ class CustomResourceStrategy(Strategy):
         """kube's schema coercion of a decoded object: metadata coerced to ObjectMeta (an invalid one
         dropped when read from storage), then unknown fields pruned; the paths of what was dropped."""
         dropped: list[str] = []
-        if _coerce_meta is not None:
-            err, unknown = _coerce_meta(obj, self.schema, root=True, drop_invalid=stored)
-            if err is not None and not stored:
-                name = str((obj.get("metadata") or {}).get("name", "")) if isinstance(obj.get("metadata"), dict) else ""
-                raise errors.invalid(self.kind, self.group, name, [err])
-            dropped.extend(unknown)
-        if self.schema is not None and _prune is not None:
-            dropped.extend(_prune(obj, self.schema) or [])
+        err, unknown = coerce(obj, self.schema, root=True, drop_invalid=stored)
+        if err is not None and not stored:
+            name = str((obj.get("metadata") or {}).get("name", "")) if isinstance(obj.get("metadata"), dict) else ""
+            raise errors.invalid(self.kind, self.group, name, [err])
+        dropped.extend(unknown)
+        if self.schema is not None:
+            dropped.extend(prune(obj, self.schema))
         return dropped
 
     def _apply_defaults(self, obj: Obj) -> None:
-        if self.schema is not None and _default is not None:
-            _default(obj, self.schema)
+        if self.schema is not None:
+            default(obj, self.schema)
 
     def unknown_fields(self, obj: Obj) -> list[str] | None:
         """The fields the version's schema prunes (fieldValidation Warn/Strict), pruned from the body."""
@@ -207,8 +183,8 @@ class CustomResourceStrategy(Strategy):
 
     def _schema_causes(self, obj: Obj, old: Obj | None) -> list[Cause]:
         causes: list[Cause] = []
-        if self.schema is not None and _validate_structural is not None:
-            causes.extend(_validate_structural(self.schema, obj))
+        if self.schema is not None:
+            causes.extend(validate(self.schema, obj))
         if self.rules is not None:
             if any(c.reason == _BLOCKING for c in causes):
                 causes.append(_NOT_CHECKED)

@@ -6,22 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from kapi.apis import customresources
 from kapi.encoding import codec
 from tests.crd.serving_support import GROUP, cr_api  # noqa: F401 (fixture)
 from tests.crd.test_serving import NS, widget
 
 MERGE = "application/merge-patch+json"
-needs_validate = pytest.mark.skipif(customresources._validate_structural is None,
-                                    reason="kapi.object.structural's validate not there yet")
-needs_prune = pytest.mark.skipif(customresources._prune is None, reason="kapi.object.structural's prune not there yet")
-needs_default = pytest.mark.skipif(customresources._default is None,
-                                   reason="kapi.object.structural's default not there yet")
 
 
-@needs_validate
 async def test_validation_causes(cr_api: Any) -> None:
     r = await cr_api.create(NS, widget("a", "pink", size=0))
     assert r.status == 422, r.body
@@ -34,7 +25,6 @@ async def test_validation_causes(cr_api: Any) -> None:
     assert status["message"].startswith(f'Widget.{GROUP} "a" is invalid: ')
 
 
-@needs_validate
 async def test_wrong_type_blocks_cel(cr_api: Any) -> None:
     r = await cr_api.create(NS, widget("a", min="x", max=1))
     assert r.status == 422
@@ -44,7 +34,6 @@ async def test_wrong_type_blocks_cel(cr_api: Any) -> None:
     assert not any("min must not exceed max" in c["message"] for c in causes)
 
 
-@needs_validate
 async def test_update_validated(cr_api: Any) -> None:
     assert (await cr_api.create(NS, widget("a"))).status == 201
     r = await cr_api.request("PATCH", f"{NS}/a", {"spec": {"color": "pink"}}, content_type=MERGE)
@@ -53,7 +42,6 @@ async def test_update_validated(cr_api: Any) -> None:
     assert r.status == 422 and r.json()["details"]["causes"][0]["field"] == "status.replicas"
 
 
-@needs_prune
 async def test_field_validation_warn_prunes_with_a_warning(cr_api: Any) -> None:
     body = widget("a", bogus=1, free={"anything": {"goes": True}})
     r = await cr_api.create(NS, body)
@@ -65,7 +53,6 @@ async def test_field_validation_warn_prunes_with_a_warning(cr_api: Any) -> None:
     assert "bogus" not in stored["spec"]
 
 
-@needs_prune
 async def test_field_validation_strict_and_ignore(cr_api: Any) -> None:
     r = await cr_api.create(NS + "?fieldValidation=Strict", widget("a", bogus=1))
     assert r.status == 400
@@ -80,7 +67,6 @@ async def test_field_validation_strict_and_ignore(cr_api: Any) -> None:
     assert r.header_values("warning") == ['299 - "unknown field \\"spec.other\\""']
 
 
-@needs_default
 async def test_defaulting_on_create_update_and_read(cr_api: Any) -> None:
     r = await cr_api.create(NS, widget("a"))
     assert r.json()["spec"]["size"] == 3
@@ -94,8 +80,7 @@ async def test_defaulting_on_create_update_and_read(cr_api: Any) -> None:
     await cr_api.registry.storage.create(key, codec.encode_value(raw))
     got = (await cr_api.request("GET", f"{NS}/b")).json()
     assert got["spec"]["size"] == 3
-    if customresources._prune is not None:
-        assert "gone" not in got["spec"]  # pruned on read too
+    assert "gone" not in got["spec"]  # pruned on read too
     listed = (await cr_api.request("GET", NS)).json()
     assert {i["metadata"]["name"]: i["spec"]["size"] for i in listed["items"]} == {"a": 3, "b": 3}
 
@@ -110,7 +95,6 @@ async def test_generation_repaired_on_read(cr_api: Any) -> None:
     assert r.json()["metadata"]["generation"] == 2
 
 
-@needs_prune
 async def test_unknown_metadata_field(cr_api: Any) -> None:
     body = widget("a")
     body["metadata"]["bogus"] = 1
