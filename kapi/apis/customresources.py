@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kapi import errors
-from kapi.apis.crdconversion import Conversion, conversion_for
+from kapi.apis.crdconversion import ClientFactory, Conversion, ServiceResolver, conversion_for
 from kapi.encoding.tables.custom import custom_printer
 from kapi.errors import Cause
 from kapi.object.cel import CompiledRules, compile_rules
@@ -300,10 +300,14 @@ class CustomResourceStrategy(Strategy):
         return out
 
 
-def custom_resources(crd: Obj) -> list[Resource]:
+def custom_resources(crd: Obj, *, client_factory: ClientFactory | None = None,
+                     resolve_service: ServiceResolver | None = None) -> list[Resource]:
     """One Resource per served version of ``crd`` (a CustomResourceDefinition, apiextensions.k8s.io/v1).
 
     Names come from ``status.acceptedNames`` when the CRD has them, else from ``spec.names``.
+    ``client_factory`` / ``resolve_service``: how a conversion webhook is reached (the server passes
+    them; see ``kapi.apis.crdconversion.conversion_for``). A version converted by a webhook is
+    served without a watch cache.
     """
     spec = crd.get("spec") or {}
     group = str(spec.get("group", ""))
@@ -318,7 +322,8 @@ def custom_resources(crd: Obj) -> list[Resource]:
     versions = [v for v in spec.get("versions") or () if isinstance(v, dict)]
     storage = next((str(v.get("name")) for v in versions if v.get("storage")), "")
     try:
-        conversion: Conversion | None = conversion_for(crd)
+        conversion: Conversion | None = conversion_for(crd, client_factory=client_factory,
+                                                       resolve_service=resolve_service)
     except Exception:  # noqa: BLE001 - an unusable webhook config: the None strategy serves reads
         conversion = None
     out = []
@@ -339,5 +344,5 @@ def custom_resources(crd: Obj) -> list[Resource]:
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             subresources=subresources, storage_prefix=f"{group}/{plural}", strategy=strategy,
             singular_name=singular, storage_version=storage if storage and storage != name else "",
-            warning=deprecation_warning(group, v, kind)))
+            warning=deprecation_warning(group, v, kind), cacheable=not strategy.converts_async))
     return out
