@@ -225,8 +225,6 @@ async def test_informer_on_a_custom_resource(server: Server, namespace: str, wat
         await trio.to_thread.run_sync(drop_crd, server, group)
 
 
-@pytest.mark.xfail(strict=True, reason="kapi.object.jsonpath.print_value prints a list or map as Go's fmt does "
-                   "([a b], map[k:v]); kube's tableconvertor calls jsonpath PrintResults, which prints them as JSON")
 def test_string_printer_column_of_a_list_or_map_is_json(server: Server, namespace: str) -> None:
     """kube's CRD Table cell for a ``type: string`` column whose value is a list or map is its JSON (what
     kubectl's jsonpath prints: ``["a","b"]``, ``{"k":"v"}``), as kopf's examples/crd.yaml's Children column shows."""
