@@ -31,6 +31,7 @@ import orjson
 import trio
 
 from kapi import errors
+from kapi.apis.customresources import custom_resources
 from kapi.controllers.base import WorkQueue
 from kapi.object import meta
 from kapi.object.listopts import ListOptions
@@ -51,32 +52,8 @@ RETRY_S = 1.0
 
 
 def crd_resources(crd: Obj) -> list[Resource]:
-    """The served resources of one CRD: ``kapi.apis.customresources.custom_resources`` when it is there."""
-    try:
-        from kapi.apis.customresources import custom_resources
-    except ImportError:  # owner 4's module not there yet: the table entries alone, no schema
-        return _plain_resources(crd)
+    """The served resources of one CRD (one per served version), made by ``kapi.apis.customresources``."""
     return list(custom_resources(crd))
-
-
-def _plain_resources(crd: Obj) -> list[Resource]:
-    from kapi.registry.strategy import Strategy
-
-    spec = crd.get("spec") or {}
-    names = (crd.get("status") or {}).get("acceptedNames") or spec.get("names") or {}
-    group = spec.get("group", "")
-    versions = [v for v in spec.get("versions") or [] if v.get("served")]
-    storage = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), "")
-    out = []
-    for v in versions:
-        subs = tuple(s for s in ("scale", "status") if s in (v.get("subresources") or {}))
-        out.append(Resource(group=group, version=v["name"], resource=names["plural"], kind=names["kind"],
-                            namespaced=spec.get("scope") == "Namespaced",
-                            short_names=tuple(names.get("shortNames") or ()),
-                            categories=tuple(names.get("categories") or ()), subresources=subs,
-                            singular_name=names.get("singular", ""), storage_prefix=f"{group}/{names['plural']}",
-                            storage_version=storage if storage != v["name"] else "", strategy=Strategy()))
-    return out
 
 
 # ------------------------------------------------------------------ conditions
