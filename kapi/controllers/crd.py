@@ -135,8 +135,13 @@ def _storage_version(crd: Obj) -> str:
 class CRDController:
     """Names, serving, conditions and cleanup of every CRD, from the shared CRD informer."""
 
-    def __init__(self, registry: Registry, informer: Informer) -> None:
+    def __init__(self, registry: Registry, informer: Informer,
+                 resources_of: Callable[[Obj], list[Resource]] | None = None) -> None:
+        """``resources_of``: a CRD's served resources (``custom_resources`` with what the server reaches
+        conversion webhooks with, e.g. ``partial(custom_resources, client_factory=..., resolve_service=...)``);
+        ``crd_resources`` when None."""
         self.registry = registry
+        self._resources_of = resources_of
         self.table: ResourceTable = registry.table
         self.informer = informer
         self.crd_res = informer.res
@@ -285,7 +290,7 @@ class CRDController:
         if served is not None and served[0] == signature:
             return ""
         try:
-            resources = crd_resources(crd)
+            resources = self._build(crd)
         except Exception as exc:  # a CRD kapi cannot serve must not stop anything else
             log.exception("customresourcedefinition %s cannot be served", name)
             return f"the resources cannot be built: {exc}"
@@ -302,6 +307,9 @@ class CRDController:
             added.append(res)
         self._served[name] = (signature, added)
         return ""
+
+    def _build(self, crd: Obj) -> list[Resource]:
+        return list(self._resources_of(crd)) if self._resources_of is not None else crd_resources(crd)
 
     def _unserve(self, name: str) -> None:
         served = self._served.pop(name, None)
@@ -369,7 +377,7 @@ class CRDController:
         resources = self.served(name)
         if not resources:
             try:
-                resources = crd_resources(crd)
+                resources = self._build(crd)
             except Exception:
                 log.exception("customresourcedefinition %s: its objects cannot be listed", name)
                 return None
