@@ -67,6 +67,7 @@ SPECIAL_JSON: dict[str, str] = {
     "k8s.io.apimachinery.pkg.api.resource.QuantityValue": "quantity",
     "k8s.io.api.authentication.v1.ExtraValue": "list",
     "k8s.io.api.authorization.v1.ExtraValue": "list",
+    "k8s.io.api.certificates.v1.ExtraValue": "list",
     _CRD + "JSON": "raw",
     _CRD + "JSONSchemaPropsOrArray": "schema-or-array",
     _CRD + "JSONSchemaPropsOrBool": "schema-or-bool",
@@ -89,6 +90,8 @@ INLINE: frozenset[tuple[str, str]] = frozenset(
         ("k8s.io.api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
         ("k8s.io.api.core.v1.Probe", "handler"),
         ("k8s.io.api.networking.v1.IngressRule", "ingressRuleValue"),
+        ("k8s.io.api.admissionregistration.v1.RuleWithOperations", "rule"),
+        ("k8s.io.api.admissionregistration.v1.NamedRuleWithOperations", "ruleWithOperations"),
     }
 )
 
@@ -200,7 +203,7 @@ def resolve(type_name: str, package: str, known: Iterable[str]) -> str:
 def json_type_name(message: str) -> str:
     """The OpenAPI definition name of a proto message (``k8s.io.api...`` -> ``io.k8s.api...``)."""
     name = "io.k8s." + message.removeprefix("k8s.io.")
-    return name.replace("apiextensions_apiserver", "apiextensions-apiserver")
+    return name.replace("apiextensions_apiserver", "apiextensions-apiserver").replace("kube_aggregator", "kube-aggregator")
 
 
 def _json_name(msg_name: str, proto_name: str, json_fields: dict[str, Any]) -> str | None:

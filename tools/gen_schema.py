@@ -42,6 +42,12 @@ SERVED_GROUP_VERSIONS: frozenset[tuple[str, str]] = frozenset(
         ("discovery.k8s.io", "v1"),
         ("scheduling.k8s.io", "v1"),
         ("node.k8s.io", "v1"),
+        # issue 14, built-in groups B
+        ("autoscaling", "v1"),
+        ("autoscaling", "v2"),
+        ("certificates.k8s.io", "v1"),
+        ("admissionregistration.k8s.io", "v1"),
+        ("apiregistration.k8s.io", "v1"),
     }
 )
 

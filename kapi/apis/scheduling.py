@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Final
 
-from kapi import errors
 from kapi.encoding.tables import scheduling as tables
 from kapi.errors import Cause
 from kapi.object.defaults.scheduling import default_priority_class
@@ -25,13 +24,6 @@ class PriorityClassStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return validate_priority_class_update(new, old)
-
-    def check_delete(self, name: str) -> None:
-        # kube's priorityclass REST Delete: the system classes stay.
-        if any(name == known for known, *_ in SYSTEM_PRIORITY_CLASSES):
-            raise errors.Forbidden(f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: this is a system '
-                                   "priority class and cannot be deleted", name=name, group="scheduling.k8s.io",
-                                   kind="priorityclasses")
 
 
 PRIORITY_CLASSES: Final = Resource(group="scheduling.k8s.io", version="v1", resource="priorityclasses",

@@ -90,8 +90,9 @@ def sign_request(csr: Obj, ca_cert: x509.Certificate, ca_key: Any, *, max_durati
     builder = (x509.CertificateBuilder().subject_name(request.subject).issuer_name(ca_cert.subject)
                .public_key(request.public_key()).serial_number(x509.random_serial_number())
                .not_valid_before(now - _BACKDATE).not_valid_after(not_after)
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(x509.KeyUsage(**flags), critical=True))
+               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True))
+    if any(flags.values()):  # Go's x509 leaves out a KeyUsage with no bit set
+        builder = builder.add_extension(x509.KeyUsage(**flags), critical=True)
     ext = [_EXT_USAGES[u] for u in usages if u in _EXT_USAGES]
     if ext:
         builder = builder.add_extension(x509.ExtendedKeyUsage(ext), critical=False)

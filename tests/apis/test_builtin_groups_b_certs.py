@@ -97,8 +97,11 @@ async def wait_for(api: Api, path: str, check: Any) -> dict[str, Any]:
 async def test_csr_approve_sign_verify(env: Env) -> None:
     api = env.api
     request, key = csr_pem()
-    r = await api.create(CSRS, csr("jane", request, expirationSeconds=3600, username="mallory", groups=["x"]))
+    r = await api.create(CSRS, csr("jane", request, expirationSeconds=3600, username="mallory", groups=["x"]),
+                         headers={"Accept": "application/vnd.kubernetes.protobuf, application/json"})
     assert r.status == 201, r.body
+    assert r.headers["content-type"] == "application/vnd.kubernetes.protobuf", r.headers
+    r = await api.request("GET", f"{CSRS}/jane")
     obj = r.json()
     # the requester, not the body, is the username (the test token's user)
     assert obj["spec"]["username"] != "mallory" and obj["spec"]["username"]
@@ -131,6 +134,8 @@ async def test_csr_approve_sign_verify(env: Env) -> None:
     assert cert.public_key() == key.public_key()
     eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(eku) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+    with pytest.raises(x509.ExtensionNotFound):  # no key usage asked for: none (an empty one is invalid)
+        cert.extensions.get_extension_for_class(x509.KeyUsage)
     lifetime = cert.not_valid_after_utc - dt.datetime.now(dt.timezone.utc)
     assert dt.timedelta(minutes=55) < lifetime <= dt.timedelta(minutes=60)
     t = (await api.request("GET", f"{CSRS}/jane", headers=TABLE)).json()

@@ -103,7 +103,9 @@ def test_only_served_groups_are_included() -> None:
     assert "io.k8s.api.flowcontrol.v1.FlowSchema" in names
     assert "io.k8s.api.networking.v1.Ingress" in names  # served since issue 14
     assert "io.k8s.api.resource.v1beta1.ResourceClaim" not in names
-    assert "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler" not in names
+    assert "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler" in names  # served since issue 14 (builtins B)
+    assert "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService" in names
+    assert "io.k8s.api.storagemigration.v1alpha1.StorageVersionMigration" not in names
 
 
 def test_extended_schema_leaves_builtin_alone() -> None:
