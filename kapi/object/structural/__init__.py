@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Structural", "ValidationRule", "ValueValidation", "from_props", "validate", "prune", "default",
-           "validate_schema", "coerce"]
+           "validate_schema", "coerce", "validate_update"]
 
 Props = dict[str, Any]
 
@@ -160,7 +160,7 @@ def from_props(p: Props) -> Structural:
 
 
 # The operations on the tree (imported last: they import the dataclasses above).
-from kapi.object.structural.validation import validate  # noqa: E402
+from kapi.object.structural.validation import validate, validate_update  # noqa: E402
 from kapi.object.structural.pruning import prune  # noqa: E402
 from kapi.object.structural.defaulting import default  # noqa: E402
 from kapi.object.structural.objectmeta import coerce  # noqa: E402

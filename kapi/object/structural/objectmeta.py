@@ -157,8 +157,12 @@ def coerce(obj: Any, s: Structural | None, *, root: bool = True, drop_invalid: b
     return err, unknown
 
 
-def _omitted(v: Any) -> bool:
-    return v is None or (not isinstance(v, bool) and v in ("", 0)) or (isinstance(v, (dict, list)) and not v)
+def _omitted(k: str, v: Any) -> bool:
+    # ObjectMeta's omitempty fields as SetObjectMeta writes them back (deletionGracePeriodSeconds is a
+    # pointer: its 0 stays)
+    if v is None or v == "" and isinstance(v, str) or (isinstance(v, (dict, list)) and not v):
+        return True
+    return k == "generation" and v == 0 and not isinstance(v, bool)
 
 
 def _coerce(x: Any, s: Structural | None, embedded: bool, drop: bool, pth: str, unknown: list[str]) -> Cause | None:
@@ -187,7 +191,7 @@ def _coerce(x: Any, s: Structural | None, embedded: bool, drop: bool, pth: str, 
                             del md[k]
                         elif drop and _field_error(k, md[k]):
                             del md[k]
-                        elif _omitted(md[k]):  # SetObjectMeta writes ObjectMeta back: omitempty
+                        elif _omitted(k, md[k]):  # SetObjectMeta writes ObjectMeta back: omitempty
                             del md[k]
                 elif md is None:
                     del x["metadata"]

@@ -22,7 +22,7 @@ from kapi.object.structural._gofmt import go_body_value, go_float, go_number, go
 from kapi.object.structural.formats import compile_pattern, format_checker, supported_format
 from kapi.object.validation.fields import go_quote
 
-__all__ = ["validate", "validate_list_sets_and_maps", "validate_embedded_meta"]
+__all__ = ["validate", "validate_update", "validate_list_sets_and_maps", "validate_embedded_meta"]
 
 # error kinds, as kubeOpenAPIResultToFieldErrors switches on the openapi error code
 _REQUIRED, _ENUM, _TOO_LONG, _TOO_MANY, _TYPE, _INVALID, _PLAIN = range(7)
@@ -49,7 +49,7 @@ class _V:
                  "max_length", "min_length", "pattern", "pattern_src", "max_items", "min_items",
                  "unique_items", "items", "properties", "additional", "required", "max_properties",
                  "min_properties", "all_of", "any_of", "one_of", "not_", "has_props_validator",
-                 "applies_type", "fast_types")
+                 "applies_type", "fast_types", "map_keys")
 
 
 def _compiled(s: Structural) -> _V:
@@ -104,6 +104,8 @@ def _compile(s: Structural) -> _V:
     v.one_of = tuple(_sub(p) for p in val.one_of)
     v.not_ = _sub(val.not_) if val.not_ is not None else None
     v.has_props_validator = bool(v.all_of or v.any_of or v.one_of or v.not_ is not None)
+    # list-type map items correlate with the old object's by their keys (ratcheting)
+    v.map_keys = s.list_map_keys if s.list_type == "map" else None
     # a scalar node that only checks its type: the Python types that pass it without a walk
     v.fast_types = None
     if len(v.types) == 1 and not v.format and v.enum is None and not v.has_props_validator and \
@@ -348,9 +350,28 @@ def go_json(value: Any) -> str:
 
 # ------------------------------------------------------------------ the walk
 
-def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
+_MISSING: Any = object()
+
+
+def _old_item(old: Any, keys: tuple[str, ...] | None, x: Any) -> Any:
+    """The old list-map entry with ``x``'s keys (ratcheting's correlation), else _MISSING."""
+    if not keys or type(old) is not list or type(x) is not dict:
+        return _MISSING
+    want = [x.get(k, _MISSING) for k in keys]
+    for o in old:
+        if type(o) is dict and all((k not in o) if w is _MISSING else (k in o and _deep_equal(o[k], w))
+                                   for k, w in zip(keys, want)):
+            return o
+    return _MISSING
+
+
+def _run(v: _V, data: Any, path: str, out: list[_E], old: Any = _MISSING) -> int:
     """Validate ``data`` at openapi path ``path``, appending errors; returns the match count
-    (kube-openapi's ``MatchCount``, which picks the best failing anyOf/oneOf alternative)."""
+    (kube-openapi's ``MatchCount``, which picks the best failing anyOf/oneOf alternative). ``old``: the
+    correlated value of the object being updated; a value equal to it is not validated (kube's
+    ratcheting: an update may keep what a newer schema would refuse)."""
+    if old is not _MISSING and _deep_equal(data, old):
+        return 1
     matches = 0
     if data is None:
         if v.applies_type:
@@ -373,7 +394,7 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
         matches += 1
     # 2. allOf, anyOf, oneOf, not
     if v.has_props_validator:
-        matches += _schema_props(v, data, path, out) + 1
+        matches += _schema_props(v, data, path, out, old) + 1
     matches += 1
     # 3. string
     if kind == "string":
@@ -405,11 +426,12 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
         items = v.items
         if items is not None:
             ft = items.fast_types
+            keys = v.map_keys if old is not _MISSING else None
             for i, x in enumerate(data):
                 if ft is not None and type(x) in ft:
                     matches += 5
                 else:
-                    matches += _run(items, x, f"{path}[{i}]", out)
+                    matches += _run(items, x, f"{path}[{i}]", out, _old_item(old, keys, x) if keys else _MISSING)
         size = len(data)
         if v.min_items is not None and size < v.min_items:
             out.append(_E(_INVALID, path, size, f"{path} in body should have at least {v.min_items} items"))
@@ -450,7 +472,8 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
                     if ft is not None and type(x) in ft:
                         matches += 5
                     else:
-                        matches += _run(additional, x, f"{path}.{k}", out)
+                        matches += _run(additional, x, f"{path}.{k}", out,
+                                        old.get(k, _MISSING) if type(old) is dict else _MISSING)
         if props:
             prefix = path + "." if path else ""
             for k, x in data.items():
@@ -458,9 +481,9 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
                 if p is not None:
                     ft = p.fast_types
                     if ft is not None and type(x) in ft:
-                        matches += 5  # what _run counts for a scalar that passes its type
+                        matches += 5
                     else:
-                        matches += _run(p, x, prefix + k, out)
+                        matches += _run(p, x, prefix + k, out, old.get(k, _MISSING) if type(old) is dict else _MISSING)
         for k in v.required:
             if k not in data:
                 out.append(_E(_REQUIRED, f"{path}.{k}", None, f"{path}.{k} in body is required"))
@@ -468,14 +491,14 @@ def _run(v: _V, data: Any, path: str, out: list[_E]) -> int:
     return matches + 1
 
 
-def _schema_props(v: _V, data: Any, path: str, out: list[_E]) -> int:
+def _schema_props(v: _V, data: Any, path: str, out: list[_E], old: Any = _MISSING) -> int:
     matches = 0
     if v.any_of:
         best: tuple[int, list[_E]] | None = None
         success: int | None = None
         for alt in v.any_of:
             errs: list[_E] = []
-            mc = _run(alt, data, path, errs)
+            mc = _run(alt, data, path, errs, old)
             if not errs:
                 success = mc
                 best = None
@@ -495,7 +518,7 @@ def _schema_props(v: _V, data: Any, path: str, out: list[_E]) -> int:
         validated = 0
         for alt in v.one_of:
             errs = []
-            mc = _run(alt, data, path, errs)
+            mc = _run(alt, data, path, errs, old)
             if not errs:
                 validated += 1
                 best = None
@@ -517,7 +540,7 @@ def _schema_props(v: _V, data: Any, path: str, out: list[_E]) -> int:
         validated = 0
         for alt in v.all_of:
             errs = []
-            matches += _run(alt, data, path, errs)
+            matches += _run(alt, data, path, errs, old)
             if not errs:
                 validated += 1
             out.extend(errs)
@@ -526,7 +549,7 @@ def _schema_props(v: _V, data: Any, path: str, out: list[_E]) -> int:
             out.append(_E(_PLAIN, path, None, f"{go_quote(path)} must validate all the schemas (allOf){extra}"))
     if v.not_ is not None:
         errs = []
-        _run(v.not_, data, path, errs)
+        _run(v.not_, data, path, errs, old)
         if not errs:
             out.append(_E(_PLAIN, path, None, f"{go_quote(path)} must not validate the schema (not)"))
     return matches
@@ -566,10 +589,11 @@ def _to_cause(e: _E, prefix: str) -> Cause:
     return Cause(reason, f"Invalid value: {go_body_value(value)}: {e.msg}", field)
 
 
-def validate_schema_only(s: Structural, obj: Any, path: str = "") -> list[Cause]:
-    """Only the OpenAPI schema part (kube's ``ValidateCustomResource``)."""
+def validate_schema_only(s: Structural, obj: Any, path: str = "", old: Any = _MISSING) -> list[Cause]:
+    """Only the OpenAPI schema part (kube's ``ValidateCustomResource``; with ``old``,
+    ``ValidateCustomResourceUpdate`` with ratcheting)."""
     errs: list[_E] = []
-    _run(_compiled(s), obj, "", errs)
+    _run(_compiled(s), obj, "", errs, old)
     if not errs:
         return []
     seen: set[str] = set()
@@ -587,6 +611,19 @@ def validate(s: Structural, obj: Any, path: str = "") -> list[Cause]:
     the OpenAPI schema, then embedded resources' apiVersion/kind/metadata, then list-type set/map
     uniqueness. The root's own metadata and CEL rules are the caller's."""
     out = validate_schema_only(s, obj, path)
+    if _subtree_has(s, "embedded"):
+        out.extend(validate_embedded_meta(s, obj, path))
+    if _subtree_has(s, "lists"):
+        out.extend(validate_list_sets_and_maps(s, obj, path))
+    return out
+
+
+def validate_update(s: Structural, obj: Any, old: Any, path: str = "") -> list[Cause]:
+    """``validate`` of an update (kube 1.30+'s CRDValidationRatcheting, on by default): a field whose
+    value is the old object's (list-map entries correlated by their keys, other lists only whole) is not
+    checked against the schema again, so a stricter schema does not refuse an update that leaves the
+    old invalid value alone. Embedded metadata and list-type uniqueness are checked as on create."""
+    out = validate_schema_only(s, obj, path, old if old is not None else _MISSING)
     if _subtree_has(s, "embedded"):
         out.extend(validate_embedded_meta(s, obj, path))
     if _subtree_has(s, "lists"):
