@@ -49,6 +49,8 @@ _PATCH_TYPES = (
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 )
+# A custom resource's PATCH: no strategic merge (kube's CRD OpenAPI builder; kubectl apply then sends a merge patch)
+_CUSTOM_PATCH_TYPES = tuple(t for t in _PATCH_TYPES if t != "application/strategic-merge-patch+json")
 _PRODUCES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 _WATCH_PRODUCES = (*_PRODUCES, "application/json;stream=watch", "application/vnd.kubernetes.protobuf;stream=watch")
 
@@ -384,8 +386,10 @@ class _Builder:
         t: TypeDef | _Named | None = self.schema.type_for(r.group, r.version, r.kind)
         list_t: TypeDef | _Named | None = self.schema.type_for(r.group, r.version, r.kind + "List")
         custom = self.custom_types(r) if t is None else None
+        patch_types = _PATCH_TYPES
         if custom is not None:
             t, list_t = _Named(custom[0]), _Named(custom[1])
+            patch_types = _CUSTOM_PATCH_TYPES
         if t is None:
             return {}
         prefix = "/" + _gv_path(r.group, r.version)
@@ -442,7 +446,7 @@ class _Builder:
             item["patch"] = self.operation(
                 op_id=f"patch{camel}{scope}{r.kind}", description=f"partially update the specified {r.kind}",
                 action="patch", tag=tag, gvk=gvk, responses={"200": t.name, "201": t.name},
-                params=_PATCH_PARAMS, body=_PATCH, consumes=_PATCH_TYPES,
+                params=_PATCH_PARAMS, body=_PATCH, consumes=patch_types,
             )
         if "delete" in verbs:
             item["delete"] = self.operation(
@@ -521,7 +525,7 @@ class _Builder:
                 ops["patch"] = self.operation(
                     op_id=f"patch{camel}{scope}{sub_kind}", description=f"partially update {sub} of the specified {r.kind}",
                     action="patch", tag=tag, gvk=sub_gvk, responses={"200": sub_t.name, "201": sub_t.name},
-                    params=_PATCH_PARAMS, body=_PATCH, consumes=_PATCH_TYPES,
+                    params=_PATCH_PARAMS, body=_PATCH, consumes=patch_types,
                 )
             ops["parameters"] = [self.path_param("name", f"name of the {sub_kind}")] + ns_param + common
             paths[f"{prefix}{ns}/{r.resource}/{{name}}/{sub}"] = ops

@@ -60,6 +60,14 @@ def test_v2_definitions_and_paths() -> None:
     patch = item["patch"]
     assert patch["x-kubernetes-group-version-kind"] == {"group": GROUP, "kind": "CronTab", "version": "v1"}
     assert "fieldValidation" in [p["name"] for p in patch["parameters"]]  # kubectl's --validate asks this
+    # No strategic merge for custom resources (kubectl apply then sends a JSON merge patch)
+    assert patch["consumes"] == ["application/json-patch+json", "application/merge-patch+json",
+                                 "application/apply-patch+yaml"]
+    v3 = orjson.loads(docs.v3("apis/stable.example.com/v1").body)  # type: ignore[union-attr]
+    v3_patch = v3["paths"]["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" not in v3_patch["requestBody"]["content"]
+    pods = v2["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"]
+    assert "application/strategic-merge-patch+json" in pods["consumes"]
     assert "/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/status" in v2["paths"]
     assert "/apis/stable.example.com/v2/crontabs" in v2["paths"]
     assert docs.v2_protobuf().body  # the gnostic protobuf kubectl 1.27's explain reads encodes too
@@ -216,3 +224,39 @@ def test_schema_keywords_are_published_and_encode_as_protobuf() -> None:
     v3 = orjson.loads(docs.v3("apis/stable.example.com/v1").body)  # type: ignore[union-attr]
     assert v3["components"]["schemas"][DEF_V1]["properties"]["spec"]["properties"]["f"] == spec_props["f"]
     assert docs.v2_protobuf().body
+
+
+@pytest.fixture
+async def bare(nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[tuple[Server, Client, Path]]:
+    data_dir = tmp_path / "b"
+    server, client = await start(nursery, data_dir)
+    async with client:
+        yield server, client, data_dir / "admin.kubeconfig"
+    nursery.cancel_scope.cancel()
+
+
+async def test_a_crd_created_through_the_api_is_explained_then_gone(bare: tuple[Server, Client, Path]) -> None:
+    """The CRD controller's resources (owners 3 and 4) carry the schema into OpenAPI; deleting the CRD
+    takes its documents away."""
+    _, client, kubeconfig = bare
+    definition = crd(VERSIONS)
+    status, _, body = await request(client, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                    definition)
+    assert status == 201, body
+    code, _, err = await kubectl("1.33", kubeconfig, "wait", "--for", "condition=established",
+                                 f"crd/crontabs.{GROUP}", "--timeout=20s")
+    assert code == 0, err
+    for version in ("1.33", "1.27"):
+        code, out, err = await kubectl(version, kubeconfig, "explain", "crontabs.spec", f"--api-version={GROUP}/v1")
+        assert code == 0, err
+        assert "The desired state of the CronTab." in out and "The schedule, in cron format." in out
+    status, _, _ = await request(client, "DELETE", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.{GROUP}")
+    assert status in (200, 202)
+    with trio.fail_after(20):  # a deadline against hangs, not a timing assertion
+        while True:
+            _, _, v3 = await request(client, "GET", "/openapi/v3")
+            if not [k for k in v3["paths"] if GROUP in k]:
+                break
+            await trio.sleep(0.05)
+    _, _, v2 = await request(client, "GET", "/openapi/v2")
+    assert DEF_V1 not in v2["definitions"]
