@@ -251,13 +251,32 @@ async def test_priority_class_defaults_and_validation(api: Api) -> None:
         "FieldValueForbidden", "metadata.name")
 
 
-async def test_deleted_system_priority_class_is_made_again(api: Api) -> None:
+async def test_system_priority_classes_cannot_be_deleted_and_bootstrap_keeps_them(api: Api) -> None:
     from kapi.server.bootstrap import ensure_system_priority_classes
 
-    assert (await api.request("DELETE", f"{PC}/system-cluster-critical")).status == 200
-    assert (await api.request("GET", f"{PC}/system-cluster-critical")).status == 404
+    reply = await api.request("DELETE", f"{PC}/system-cluster-critical")
+    assert reply.status == 403, reply.body
+    assert reply.json()["message"] == ('priorityclasses.scheduling.k8s.io "system-cluster-critical" is forbidden: '
+                                       "this is a system priority class and cannot be deleted")
+    assert reply.json()["details"] == {"name": "system-cluster-critical", "group": "scheduling.k8s.io",
+                                       "kind": "priorityclasses"}
+    # other classes delete as usual
+    await api.create(PC, obj("scheduling.k8s.io/v1", "PriorityClass", "low", value=1))
+    assert (await api.request("DELETE", f"{PC}/low")).status == 200
+    # a bootstrap on a store that has them already changes nothing
+    before = (await api.request("GET", f"{PC}/system-node-critical")).json()
     await ensure_system_priority_classes(api.registry)
-    assert (await api.request("GET", f"{PC}/system-cluster-critical")).json()["value"] == 2000000000
+    assert (await api.request("GET", f"{PC}/system-node-critical")).json() == before
+
+
+async def test_only_one_global_default_priority_class_on_create(api: Api) -> None:
+    first = await api.create(PC, obj("scheduling.k8s.io/v1", "PriorityClass", "default", value=10, globalDefault=True))
+    assert first.status == 201, first.body
+    reply = await api.create(PC, obj("scheduling.k8s.io/v1", "PriorityClass", "second", value=20, globalDefault=True))
+    assert reply.status == 403, reply.body
+    assert reply.json()["message"] == ('priorityclasses.scheduling.k8s.io "second" is forbidden: PriorityClass '
+                                       "default is already marked as default. Only one default can exist")
+    assert (await api.create(PC, obj("scheduling.k8s.io/v1", "PriorityClass", "third", value=20))).status == 201
 
 
 # -------------------------------------------------------------------------- RuntimeClass
