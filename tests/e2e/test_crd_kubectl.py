@@ -189,13 +189,10 @@ def test_crd_story_kubectl_127(kubectl127: Kubectl, namespace: str) -> None:
     _whole_story(kubectl127, namespace)
 
 
-@pytest.mark.xfail(strict=True, reason="kapi/api/openapi.py lists application/strategic-merge-patch+json in the PATCH "
-                   "consumes (v2) and requestBody (v3) of custom resources, so kubectl apply of a changed object sends "
-                   "a strategic merge patch and gets kube's 415; kube's CRD OpenAPI builder lists only json-patch, "
-                   "merge-patch and apply-patch, and kubectl then sends a JSON merge patch")
 def test_reapply_of_a_changed_custom_object(kubectl: Kubectl, namespace: str) -> None:
     """``kubectl apply -f`` of a changed object that exists: kubectl chooses the patch type from the server's
-    OpenAPI (``consumes``), a JSON merge patch for a custom kind."""
+    OpenAPI (the PATCH ``consumes``); a custom kind's lists no strategic merge patch (kube's CRD builder), so
+    kubectl sends a JSON merge patch (with strategic merge it got 415)."""
     group = f"r{uuid.uuid4().hex[:8]}.e2e.kapi.dev"
     crd_name = f"widgets.{group}"
     kubectl.run("apply", "-f", "-", input=yaml.safe_dump(crd_manifest(group)))
