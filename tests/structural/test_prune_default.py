@@ -121,3 +121,11 @@ def test_prune_drops_non_nullable_nulls_without_defaults() -> None:
     # fills it), nul is nullable, the map entry has a default
     assert obj == {"spec": {"replicas": None, "nul": None, "labels": {"a": None}}, "status": {}}
     assert prune({"spec": {"items": None}}, s, nulls=False) == []
+
+
+def test_coerce_writes_metadata_back_as_object_meta() -> None:
+    # omitempty fields go, deletionGracePeriodSeconds (a pointer) keeps its 0
+    obj = {"metadata": {"name": "a", "labels": {}, "generation": 0, "deletionGracePeriodSeconds": 0,
+                        "generateName": "", "uid": None}}
+    assert coerce(obj, None) == (None, [])
+    assert obj["metadata"] == {"name": "a", "deletionGracePeriodSeconds": 0}
