@@ -203,7 +203,8 @@ def resolve(type_name: str, package: str, known: Iterable[str]) -> str:
 def json_type_name(message: str) -> str:
     """The OpenAPI definition name of a proto message (``k8s.io.api...`` -> ``io.k8s.api...``)."""
     name = "io.k8s." + message.removeprefix("k8s.io.")
-    return name.replace("apiextensions_apiserver", "apiextensions-apiserver").replace("kube_aggregator", "kube-aggregator")
+    name = name.replace("apiextensions_apiserver", "apiextensions-apiserver")
+    return name.replace("kube_aggregator", "kube-aggregator")
 
 
 def _json_name(msg_name: str, proto_name: str, json_fields: dict[str, Any]) -> str | None:

@@ -244,7 +244,8 @@ async def test_validating_admission_policy_and_binding(env: Env) -> None:
     assert spec["matchConstraints"]["resourceRules"][0]["scope"] == "*"
     obj = r.json()
     obj["status"] = {"observedGeneration": 1, "typeChecking": {}, "conditions": [
-        {"type": "Ready", "status": "True", "reason": "r", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        {"type": "Ready", "status": "True", "reason": "r", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     r = await api.request("PUT", f"{AR}/validatingadmissionpolicies/replicas/status", obj)
     assert r.status == 200, r.body
     assert r.json()["status"]["observedGeneration"] == 1

@@ -24,13 +24,12 @@ _REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized")
 
 
 def _fully_qualified(name: str, path: str) -> list[Cause]:
-    """IsFullyQualifiedName."""
+    """IsFullyQualifiedName: a DNS subdomain of at least three segments."""
     if not name:
         return [field_required(path)]
-    errs = [field_invalid(path, name, f"a lowercase RFC 1123 subdomain {m}" if not m.startswith("a lowercase") else m)
-            for m in is_dns1123_subdomain(name)]
-    if errs:
-        return [field_invalid(path, name, is_dns1123_subdomain(name)[0])]
+    problems = is_dns1123_subdomain(name)
+    if problems:
+        return [field_invalid(path, name, problems[0])]
     if len(name.split(".")) < 3:
         return [field_invalid(path, name, "should be a domain with at least three segments separated by dots")]
     return []
@@ -43,7 +42,8 @@ def _rule(rule: Obj, path: str, *, operations: bool = True) -> list[Cause]:
         if not ops:
             errs.append(field_required(f"{path}.operations"))
         if len(ops) > 1 and "*" in ops:
-            errs.append(field_invalid(f"{path}.operations", ops, "if '*' is present, must not specify other operations"))
+            errs.append(field_invalid(f"{path}.operations", ops,
+                                      "if '*' is present, must not specify other operations"))
         for i, op in enumerate(ops):
             if op not in _OPERATIONS:
                 errs.append(field_not_supported(f"{path}.operations[{i}]", op, _OPERATIONS))
