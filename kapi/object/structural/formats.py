@@ -216,8 +216,23 @@ def _is_request_uri(s: str) -> bool:
 _HOSTNAME_LABEL = re.compile(r"^[^\W_](?:[\w-]{0,61}[^\W_])?$")
 
 
+_HOSTNAME_RE2 = None
+if _re2 is not None:
+    try:
+        _opts = _re2.Options()
+        _opts.log_errors = False
+        _opts.max_mem = 64 << 20  # the Unicode classes make a large DFA
+        _HOSTNAME_RE2 = _re2.compile(
+            r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}"
+            r"\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$", _opts)
+    except Exception:  # noqa: BLE001 - an RE2 build without Unicode classes: the fallback below
+        _HOSTNAME_RE2 = None
+
+
 def _is_hostname(s: str) -> bool:
     # strfmt.IsHostname: letters, digits and symbols, dot-separated labels, the last alphabetic
+    if _HOSTNAME_RE2 is not None:
+        return bool(_HOSTNAME_RE2.search(s)) and len(s) <= 255 and all(len(p) <= 63 for p in s.split("."))
     if not s or len(s) > 255:
         return False
     parts = s.split(".")
