@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kapi import errors
-from kapi.apis.crdconversion import Conversion, conversion_for
+from kapi.apis.crdconversion import ClientFactory, Conversion, ServiceResolver, conversion_for
 from kapi.encoding.tables.custom import custom_printer
 from kapi.errors import Cause
 from kapi.object.cel import CompiledRules, compile_rules
@@ -95,6 +95,19 @@ def _replicas_causes(obj: Obj, path: str) -> list[Cause]:
     return []
 
 
+def _has_embedded(s: Structural | None) -> bool:
+    """Whether a schema has an x-kubernetes-embedded-resource anywhere (whose metadata is coerced too)."""
+    if s is None:
+        return False
+    if s.embedded_resource:
+        return True
+    if any(_has_embedded(p) for p in s.properties.values()):
+        return True
+    if isinstance(s.additional_properties, Structural) and _has_embedded(s.additional_properties):
+        return True
+    return _has_embedded(s.items)
+
+
 def _set_path(obj: Obj, path: str, value: Any) -> None:
     """Write ``value`` at a simple ``.a.b.c`` path, making the maps on the way (scale's specReplicasPath)."""
     parts = [p for p in path.lstrip(".").split(".") if p]
@@ -130,6 +143,8 @@ class CustomResourceStrategy(Strategy):
         self.openapi_schema = props  # published by kapi.api.openapi
         self.schema: Structural | None = from_props(props) if isinstance(props, dict) else None
         self.conversion = conversion
+        # coercion walks the schema only where embedded resources are; else only the root's metadata
+        self._coerce_schema = self.schema if _has_embedded(self.schema) else None
         self.printer = custom_printer(columns)  # type: ignore[misc]
         self.selectable: tuple[tuple[str, Path], ...] = tuple(
             (_field_label(p), compile_path(p)) for p in selectable)
@@ -156,7 +171,7 @@ class CustomResourceStrategy(Strategy):
         """kube's schema coercion of a decoded object: metadata coerced to ObjectMeta (an invalid one
         dropped when read from storage), then unknown fields pruned; the paths of what was dropped."""
         dropped: list[str] = []
-        err, unknown = coerce(obj, self.schema, root=True, drop_invalid=stored)
+        err, unknown = coerce(obj, self._coerce_schema, root=True, drop_invalid=stored)
         if err is not None and not stored:
             name = str((obj.get("metadata") or {}).get("name", "")) if isinstance(obj.get("metadata"), dict) else ""
             raise errors.invalid(self.kind, self.group, name, [err])
@@ -300,10 +315,14 @@ class CustomResourceStrategy(Strategy):
         return out
 
 
-def custom_resources(crd: Obj) -> list[Resource]:
+def custom_resources(crd: Obj, *, client_factory: ClientFactory | None = None,
+                     resolve_service: ServiceResolver | None = None) -> list[Resource]:
     """One Resource per served version of ``crd`` (a CustomResourceDefinition, apiextensions.k8s.io/v1).
 
     Names come from ``status.acceptedNames`` when the CRD has them, else from ``spec.names``.
+    ``client_factory`` / ``resolve_service``: how a conversion webhook is reached (the server passes
+    them; see ``kapi.apis.crdconversion.conversion_for``). A version converted by a webhook is
+    served without a watch cache.
     """
     spec = crd.get("spec") or {}
     group = str(spec.get("group", ""))
@@ -318,7 +337,8 @@ def custom_resources(crd: Obj) -> list[Resource]:
     versions = [v for v in spec.get("versions") or () if isinstance(v, dict)]
     storage = next((str(v.get("name")) for v in versions if v.get("storage")), "")
     try:
-        conversion: Conversion | None = conversion_for(crd)
+        conversion: Conversion | None = conversion_for(crd, client_factory=client_factory,
+                                                       resolve_service=resolve_service)
     except Exception:  # noqa: BLE001 - an unusable webhook config: the None strategy serves reads
         conversion = None
     out = []
@@ -339,5 +359,5 @@ def custom_resources(crd: Obj) -> list[Resource]:
             short_names=tuple(names.get("shortNames") or ()), categories=tuple(names.get("categories") or ()),
             subresources=subresources, storage_prefix=f"{group}/{plural}", strategy=strategy,
             singular_name=singular, storage_version=storage if storage and storage != name else "",
-            warning=deprecation_warning(group, v, kind)))
+            warning=deprecation_warning(group, v, kind), cacheable=not strategy.converts_async))
     return out

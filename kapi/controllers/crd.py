@@ -31,6 +31,7 @@ import orjson
 import trio
 
 from kapi import errors
+from kapi.apis.customresources import custom_resources
 from kapi.controllers.base import WorkQueue
 from kapi.object import meta
 from kapi.object.listopts import ListOptions
@@ -51,32 +52,8 @@ RETRY_S = 1.0
 
 
 def crd_resources(crd: Obj) -> list[Resource]:
-    """The served resources of one CRD: ``kapi.apis.customresources.custom_resources`` when it is there."""
-    try:
-        from kapi.apis.customresources import custom_resources
-    except ImportError:  # owner 4's module not there yet: the table entries alone, no schema
-        return _plain_resources(crd)
+    """The served resources of one CRD (one per served version), made by ``kapi.apis.customresources``."""
     return list(custom_resources(crd))
-
-
-def _plain_resources(crd: Obj) -> list[Resource]:
-    from kapi.registry.strategy import Strategy
-
-    spec = crd.get("spec") or {}
-    names = (crd.get("status") or {}).get("acceptedNames") or spec.get("names") or {}
-    group = spec.get("group", "")
-    versions = [v for v in spec.get("versions") or [] if v.get("served")]
-    storage = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), "")
-    out = []
-    for v in versions:
-        subs = tuple(s for s in ("scale", "status") if s in (v.get("subresources") or {}))
-        out.append(Resource(group=group, version=v["name"], resource=names["plural"], kind=names["kind"],
-                            namespaced=spec.get("scope") == "Namespaced",
-                            short_names=tuple(names.get("shortNames") or ()),
-                            categories=tuple(names.get("categories") or ()), subresources=subs,
-                            singular_name=names.get("singular", ""), storage_prefix=f"{group}/{names['plural']}",
-                            storage_version=storage if storage != v["name"] else "", strategy=Strategy()))
-    return out
 
 
 # ------------------------------------------------------------------ conditions
@@ -158,8 +135,13 @@ def _storage_version(crd: Obj) -> str:
 class CRDController:
     """Names, serving, conditions and cleanup of every CRD, from the shared CRD informer."""
 
-    def __init__(self, registry: Registry, informer: Informer) -> None:
+    def __init__(self, registry: Registry, informer: Informer,
+                 resources_of: Callable[[Obj], list[Resource]] | None = None) -> None:
+        """``resources_of``: a CRD's served resources (``custom_resources`` with what the server reaches
+        conversion webhooks with, e.g. ``partial(custom_resources, client_factory=..., resolve_service=...)``);
+        ``crd_resources`` when None."""
         self.registry = registry
+        self._resources_of = resources_of
         self.table: ResourceTable = registry.table
         self.informer = informer
         self.crd_res = informer.res
@@ -308,7 +290,7 @@ class CRDController:
         if served is not None and served[0] == signature:
             return ""
         try:
-            resources = crd_resources(crd)
+            resources = self._build(crd)
         except Exception as exc:  # a CRD kapi cannot serve must not stop anything else
             log.exception("customresourcedefinition %s cannot be served", name)
             return f"the resources cannot be built: {exc}"
@@ -325,6 +307,9 @@ class CRDController:
             added.append(res)
         self._served[name] = (signature, added)
         return ""
+
+    def _build(self, crd: Obj) -> list[Resource]:
+        return list(self._resources_of(crd)) if self._resources_of is not None else crd_resources(crd)
 
     def _unserve(self, name: str) -> None:
         served = self._served.pop(name, None)
@@ -392,7 +377,7 @@ class CRDController:
         resources = self.served(name)
         if not resources:
             try:
-                resources = crd_resources(crd)
+                resources = self._build(crd)
             except Exception:
                 log.exception("customresourcedefinition %s: its objects cannot be listed", name)
                 return None

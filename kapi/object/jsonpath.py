@@ -4,8 +4,8 @@
 ``.spec.foo``, ``.spec['a.b']``, ``.items[0]``, ``.items[*].name``, ``.status.conditions[?(@.type=="Ready")].status``
 (filters compare with ``==``, ``!=``, ``<``, ``>``, ``<=``, ``>=`` against a string, number or boolean
 literal, or test that a path exists). ``compile_path(text)`` parses once; ``Path.find(obj)`` gives
-every value it reaches (missing keys are allowed: no values), ``print_value`` formats one as Go's
-``fmt.Fprint`` does (what kubectl's ``PrintResults`` writes).
+every value it reaches (missing keys are allowed: no values), ``print_value`` formats one as kubectl's
+``PrintResults`` writes it (Go's ``fmt.Fprint`` of a scalar, ``json.Marshal`` of a map or list).
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from kapi.object.structural.validation import go_json
 
 __all__ = ["JSONPathError", "Path", "compile_path", "print_value"]
 
@@ -241,7 +243,8 @@ def _go_float(f: float) -> str:
 
 
 def print_value(v: Any) -> str:
-    """One value as Go's fmt.Fprint prints the decoded JSON value (kubectl's jsonpath text)."""
+    """One value as kubectl's jsonpath PrintResults writes it: a scalar as Go's fmt.Fprint, a map or
+    list as compact JSON (Go's json.Marshal: keys sorted)."""
     if v is None:
         return "<nil>"
     if isinstance(v, bool):
@@ -252,8 +255,6 @@ def print_value(v: Any) -> str:
         return str(v)
     if isinstance(v, float):
         return _go_float(v)
-    if isinstance(v, list):
-        return "[" + " ".join(print_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "map[" + " ".join(f"{k}:{print_value(v[k])}" for k in sorted(v)) + "]"
+    if isinstance(v, (list, dict)):
+        return go_json(v)  # PrintResults writes maps and slices as JSON
     return str(v)

@@ -43,7 +43,7 @@ def test_malformed(bad: str) -> None:
 
 @pytest.mark.parametrize("value,want", [
     (None, "<nil>"), (True, "true"), (3, "3"), (2.0, "2"), (2.5, "2.5"), (1e21, "1e+21"), (1e-7, "1e-07"),
-    ("s", "s"), ([1, "x"], "[1 x]"), ({"b": 1, "a": [True]}, "map[a:[true] b:1]"),
+    ("s", "s"), ([1, "x"], '[1,"x"]'), ({"b": 1, "a": [True, 1.5, "<"]}, '{"a":[true,1.5,"\\u003c"],"b":1}'),
 ])
 def test_print_value_as_go(value: object, want: str) -> None:
     assert print_value(value) == want
@@ -67,7 +67,7 @@ def test_cells_by_type() -> None:
     assert defs[1]["description"] == "Custom resource definition column (in JSONPath format): .spec.f"
     now = time.mktime(time.strptime("2020-01-03 00:00:00", "%Y-%m-%d %H:%M:%S")) - time.timezone
     cells = printer.cells(OBJ, now)
-    assert cells == ["a", 2, 3.0, True, None, "map[j:[1 x] k:v]", None, "2d", "<invalid>", "True"]
+    assert cells == ["a", 2, 3.0, True, None, '{"j":[1,"x"],"k":"v"}', None, "2d", "<invalid>", "True"]
 
 
 def test_default_columns() -> None:

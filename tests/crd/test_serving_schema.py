@@ -103,3 +103,17 @@ async def test_unknown_metadata_field(cr_api: Any) -> None:
     r = await cr_api.create(NS, body)
     assert r.status == 201 and "bogus" not in r.json()["metadata"]
     assert r.header_values("warning") == ['299 - "unknown field \\"metadata.bogus\\""']
+
+
+async def test_embedded_resource_metadata_coerced(nursery: Any) -> None:
+    from tests.crd.serving_support import serve_crds, widget_crd
+
+    crd = widget_crd()
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["template"] = {
+        "type": "object", "x-kubernetes-embedded-resource": True, "x-kubernetes-preserve-unknown-fields": True}
+    api = await serve_crds(nursery, crd)
+    body = widget("a", template={"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "bogus": 1}})
+    r = await api.create(NS + "?fieldValidation=Strict", body)
+    assert r.status == 400 and r.json()["message"] == 'strict decoding error: unknown field "spec.template.metadata.bogus"'
+    r = await api.create(NS, body)
+    assert r.status == 201 and r.json()["spec"]["template"]["metadata"] == {"name": "p"}
