@@ -21,7 +21,7 @@ from kapi.errors import Cause
 from kapi.object.cel import CompiledRules, compile_rules
 from kapi.object.jsonpath import Path, compile_path
 from kapi.object.selectors import META_FIELDS, FieldLabels, format_label_selector
-from kapi.object.structural import Structural, coerce, default, from_props, prune, validate
+from kapi.object.structural import Structural, coerce, default, from_props, prune, validate, validate_update
 from kapi.object.validation import field_invalid
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Obj, Strategy
@@ -199,7 +199,8 @@ class CustomResourceStrategy(Strategy):
     def _schema_causes(self, obj: Obj, old: Obj | None) -> list[Cause]:
         causes: list[Cause] = []
         if self.schema is not None:
-            causes.extend(validate(self.schema, obj))
+            # an update is ratcheted: what it leaves as stored is not judged again (kube's CRDValidationRatcheting)
+            causes.extend(validate(self.schema, obj) if old is None else validate_update(self.schema, obj, old))
         if self.rules is not None:
             if any(c.reason == _BLOCKING for c in causes):
                 causes.append(_NOT_CHECKED)

@@ -11,6 +11,7 @@ import gc
 import logging
 import os
 import signal
+import ssl
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -31,6 +32,9 @@ from kapi.config import Config
 from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
 from kapi.controllers.csrsigning import GROUP as CSR_GROUP, RESOURCE as CSR_RESOURCE, CSRSigningController
 from kapi.controllers.garbagecollector import GarbageCollector
+from kapi.apis.crdconversion import registry_service_resolver
+from kapi.apis.customresources import custom_resources
+from kapi.chain.webhookclient import WebhookClient
 from kapi.controllers.crd import GROUP as CRD_GROUP, RESOURCE as CRD_RESOURCE, CRDController
 from kapi.controllers.namespace import NamespaceController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
@@ -232,7 +236,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         csr_signing = CSRSigningController(registry, informers.informer(CSR_GROUP, CSR_RESOURCE),
                                            pki.ca_cert.read_bytes(), (pki.ca_cert.parent / "ca.key").read_bytes())
         # The CRDs stored before start-up: their resources in the table before the first request.
-        crds = CRDController(registry, informers.informer(CRD_GROUP, CRD_RESOURCE))
+        # Conversion webhooks are reached with the chain's webhook client (the apis layer is below it).
+        crds = CRDController(registry, informers.informer(CRD_GROUP, CRD_RESOURCE), resources_of=partial(
+            custom_resources, client_factory=_conversion_client, resolve_service=registry_service_resolver(registry)))
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
         # authorizer, service accounts): synced before the first request is served.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
@@ -275,6 +281,11 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             http.start_soon(_shutdown_on_signal, config, app, health, shutdown)
         # hypercorn has returned: no request is in flight any more.
         services.cancel_scope.cancel()
+
+
+def _conversion_client(url: str, ssl_context: ssl.SSLContext, server_name: str, timeout_s: float) -> WebhookClient:
+    """A CRD's conversion webhook client (``kapi.apis.crdconversion.ClientFactory``)."""
+    return WebhookClient(url, ssl_context, {}, server_name, timeout_s)
 
 
 async def _tokens_controller(registry: Registry, informers: Informers, tokens: ServiceAccountTokens, ca_pem: str,
