@@ -86,7 +86,7 @@ def test_custom_objects_api(server: Server, api_client: Any, namespace: str) -> 
         assert sorted(o["metadata"]["name"] for o in listed["items"]) == ["one", "two"]
         listed = api.list_namespaced_custom_object(group, "v1", namespace, "gadgets", label_selector="tier=b")
         assert [o["metadata"]["name"] for o in listed["items"]] == ["two"]
-        listed = api.list_cluster_custom_object(group, "v1", "gadgets", field_selector=f"metadata.name=one")
+        listed = api.list_cluster_custom_object(group, "v1", "gadgets", field_selector="metadata.name=one")
         assert [o["metadata"]["name"] for o in listed["items"]] == ["one"]
 
         patched = api.patch_namespaced_custom_object(group, "v1", namespace, "gadgets", "one",

@@ -210,7 +210,7 @@ def _query(o: Any) -> dict[str, list[str]]:
 
 def _ip(s: str) -> dict[str, str]:
     if "%" in s:
-        raise ValueError(f"IP Address with zone value is not allowed")
+        raise ValueError("IP Address with zone value is not allowed")
     try:
         a = ipaddress.ip_address(s)
     except ValueError:

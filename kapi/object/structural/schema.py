@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from kapi.errors import Cause
-from kapi.object.structural import Structural, from_props
+from kapi.object.structural import from_props
 from kapi.object.structural._gofmt import go_body_value
 from kapi.object.structural.formats import compile_pattern
 from kapi.object.validation.fields import go_quote

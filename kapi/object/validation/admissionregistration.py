@@ -130,9 +130,16 @@ def _webhook(hook: Obj, path: str, mutating: bool) -> list[Cause]:
         if hook.get(sel) is not None:
             errs += _validate_label_selector(hook[sel], f"{path}.{sel}")
     errs += _client_config(hook.get("clientConfig"), f"{path}.clientConfig")
-    names = set()
-    for i, mc in enumerate(_l(hook.get("matchConditions"))):
-        mc, p = _d(mc), f"{path}.matchConditions[{i}]"
+    errs += _match_conditions(hook.get("matchConditions"), f"{path}.matchConditions")
+    return errs
+
+
+def _match_conditions(conditions: object, path: str) -> list[Cause]:
+    """matchConditions of a webhook or policy: a unique name and an expression each."""
+    errs: list[Cause] = []
+    names: set[str] = set()
+    for i, mc in enumerate(_l(conditions)):
+        mc, p = _d(mc), f"{path}[{i}]"
         name = _s(mc.get("name"))
         if not name:
             errs.append(field_required(f"{p}.name"))
@@ -234,17 +241,7 @@ def _policy_spec(spec: Obj) -> list[Cause]:
         keys.add(key)
         if not _s(a.get("valueExpression")).strip():
             errs.append(field_required(f"{p}.valueExpression"))
-    names: set[str] = set()
-    for i, mc in enumerate(_l(spec.get("matchConditions"))):
-        mc, p = _d(mc), f"spec.matchConditions[{i}]"
-        name = _s(mc.get("name"))
-        if not name:
-            errs.append(field_required(f"{p}.name"))
-        elif name in names:
-            errs.append(field_duplicate(f"{p}.name", name))
-        names.add(name)
-        if not _s(mc.get("expression")):
-            errs.append(field_required(f"{p}.expression"))
+    errs += _match_conditions(spec.get("matchConditions"), "spec.matchConditions")
     for i, var in enumerate(_l(spec.get("variables"))):
         var, p = _d(var), f"spec.variables[{i}]"
         if not _s(var.get("name")):
