@@ -163,7 +163,7 @@ class Handlers:
             return self._respond(body, out)
         if out.media_type == YAML:
             return self._respond({"kind": res.list_kind, "apiVersion": res.group_version,
-                                    "metadata": list_meta, "items": [_untyped(o) for o in listitems.objects(page.items)]}, out)
+                                    "metadata": list_meta, "items": _list_items(res, listitems.objects(page.items))}, out)
         if out.media_type == PROTOBUF:
             length, chunks = protobuf.encode_list_sized(
                 self.schema, (res.group, res.version, res.list_kind), list_meta,
@@ -179,6 +179,9 @@ class Handlers:
     Its size is known before the first byte, so it goes out with a Content-Length:
     no chunked framing, whose chunk headers would cost the server one more copy of the body.
     """
+        if res.strategy.typed_list_items:
+            prefix = listitems.type_prefix(res.kind, res.group_version)
+            encoded = [listitems.typed(prefix, item) for item in encoded]
         head = b'{"kind":"%s","apiVersion":"%s","metadata":%s,"items":[' % (
             res.list_kind.encode(), res.group_version.encode(), orjson.dumps(list_meta))
         length, chunks = list_body(head, encoded, b"]}", LIST_CHUNK_BYTES)
@@ -188,7 +191,7 @@ class Handlers:
         """A list of decoded objects (deletecollection's answer) in the negotiated form."""
         if out.media_type == YAML:
             return object_response({"kind": res.list_kind, "apiVersion": res.group_version,
-                                    "metadata": list_meta, "items": [_untyped(o) for o in items]}, out)
+                                    "metadata": list_meta, "items": _list_items(res, items)}, out)
         if out.media_type == PROTOBUF:
             gvk = (res.group, res.version, res.kind)
             chunks = protobuf.encode_list(self.schema, (res.group, res.version, res.list_kind), list_meta,
@@ -554,6 +557,13 @@ def _parse_bool(name: str, value: str) -> bool:
         raise errors.BadRequest(f'{name}: invalid value "{value}": strconv.ParseBool: parsing "{value}": '
                                 "invalid syntax")
     return _GO_BOOLS[value]
+
+
+def _list_items(res: Resource, objs: list[Obj]) -> list[Obj]:
+    """Decoded list items as the kind's lists carry them (with or without their kind and apiVersion)."""
+    if res.strategy.typed_list_items:
+        return [{"apiVersion": res.group_version, "kind": res.kind, **_untyped(o)} for o in objs]
+    return [_untyped(o) for o in objs]
 
 
 def _untyped(obj: Obj) -> Obj:

@@ -128,6 +128,7 @@ class CustomResourceStrategy(Strategy):
     tracks_generation = True
     list_hint = "list within a namespace or with a narrower label selector"
     strategic_merge_patch = False  # kube: 415, custom resources have no patch strategy
+    typed_list_items = True  # kube's unstructured lists keep each item's apiVersion and kind
 
     def __init__(self, *, group: str, version: str, kind: str, storage_version: str,
                  props: Obj | None, has_status: bool, scale: Mapping[str, Any] | None,

@@ -116,6 +116,9 @@ class Strategy:
     list_hint: ClassVar[str] = "list within a namespace or with a narrower selector"
     # Strategic merge patch applies (kube has no patch strategy for custom resources: 415 there).
     strategic_merge_patch: ClassVar[bool] = True
+    # List items carry their kind and apiVersion (kube's unstructured lists of custom resources do;
+    # its typed lists of built-in kinds do not).
+    typed_list_items: ClassVar[bool] = False
 
     # ------------------------------------------------------------------ writes
 

@@ -165,6 +165,21 @@ async def test_list_resource_version_semantics(cr_api: Any) -> None:
     assert r.json()["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
 
 
+async def test_list_items_carry_api_version_and_kind(cr_api: Any) -> None:
+    """kube's lists of custom resources are unstructured: each item keeps its apiVersion and kind
+    (its typed lists of built-in kinds drop them), from the cache, from storage, in JSON and YAML."""
+    assert (await cr_api.create(NS, widget("a"))).status == 201
+    for query in ("", "?resourceVersion=0", "?limit=1"):
+        items = (await cr_api.request("GET", NS + query)).json()["items"]
+        assert [(i["apiVersion"], i["kind"], i["metadata"]["name"]) for i in items] == [(f"{GROUP}/v1", "Widget", "a")]
+    r = await cr_api.request("GET", NS, headers={"accept": "application/yaml"})
+    assert r.status == 200 and b"  kind: Widget" in r.body and b"- apiVersion: " + GROUP.encode() + b"/v1" in r.body
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert (await cr_api.request("POST", "/api/v1/namespaces/default/configmaps", cm)).status == 201
+    configmaps = (await cr_api.request("GET", "/api/v1/namespaces/default/configmaps")).json()["items"]
+    assert configmaps and all("kind" not in i and "apiVersion" not in i for i in configmaps)
+
+
 async def test_label_and_field_selectors(cr_api: Any) -> None:
     for name, color in (("a", "red"), ("b", "blue"), ("c", "red")):
         assert (await cr_api.create(NS, widget(name, color))).status == 201
