@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 import trio
@@ -56,6 +56,7 @@ def crd(versions: list[Obj], conversion: Obj | None = None) -> Obj:
 class VersionStrategy(Strategy):
     """One served version: stored in ``storage`` (a version name), converted with ``conversion``."""
 
+    typed_list_items: ClassVar[bool] = True  # as a custom resource's lists
     version: str
     storage: str
     conversion: Conversion

@@ -1,4 +1,4 @@
-"""In-process app serving custom resources (owner 4's tests): the built-ins plus a CRD's Resources,
+"""In-process app serving custom resources (the serving tests): the built-ins plus a CRD's Resources,
 watch caches following the table as ``serve()`` runs them."""
 
 from __future__ import annotations

@@ -78,8 +78,8 @@ async def test_list_and_watch_in_each_version(served: tuple[Server, Client]) -> 
         status, _, listed = await request(client, "GET", NS.format(v=version))
         assert status == 200, listed
         assert listed["apiVersion"] == f"{GROUP}/{version}" and listed["kind"] == "CronTabList"
-        # (kube's custom resource lists name each item's apiVersion; the built-ins' leave it out: owner 4's)
-        assert [(i.get("apiVersion", f"{GROUP}/{version}"), i["metadata"]["name"]) for i in listed["items"]] == \
+        # kube's custom resource lists name each item's apiVersion (the built-ins' leave it out)
+        assert [(i["apiVersion"], i["metadata"]["name"]) for i in listed["items"]] == \
             [(f"{GROUP}/{version}", "a")]
 
     # Each version's watch cache (its own: cache_key) answers a LIST at resourceVersion=0 too.

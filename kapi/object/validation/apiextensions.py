@@ -167,7 +167,7 @@ def _deprecation_warning(version: Obj, path: str) -> list[Cause]:
 
 
 def _schema_causes(schema: Obj, path: str, status_enabled: bool) -> list[Cause]:
-    """The root rules, then owner 1's structural rules and owner 2's CEL compile errors when present."""
+    """The root rules, then the structural-schema rules, then the CEL rules' compile and cost errors."""
     errs: list[Cause] = []
     if status_enabled and _s(schema.get("type")) and schema.get("type") != "object":
         errs.append(field_invalid(f"{path}.type", schema["type"],
@@ -175,24 +175,14 @@ def _schema_causes(schema: Obj, path: str, status_enabled: bool) -> list[Cause]:
                                   "subresource is enabled"))
     if schema.get("nullable") is True:
         errs.append(field_forbidden(f"{path}.nullable", "nullable cannot be true at the root"))
-    try:
-        from kapi.object import structural
-    except ImportError:  # pragma: no cover - the package is there since the groundwork
-        structural = None  # type: ignore[assignment]
-    validate_schema = getattr(structural, "validate_schema", None)
-    if validate_schema is None:
-        if not _s(schema.get("type")):
-            errs.append(field_required(f"{path}.type", "must not be empty at the root"))
-        return errs
+    # imported here: kapi.object.structural and kapi.object.cel use this package's field helpers
+    from kapi.object.cel import rule_errors
+    from kapi.object.structural import from_props, validate_schema
     structural_errs = list(validate_schema(schema, path))
     errs.extend(structural_errs)
     if structural_errs:
-        return errs
-    try:
-        from kapi.object.cel import rule_errors
-    except ImportError:
-        return errs
-    errs.extend(rule_errors(structural.from_props(schema), path))
+        return errs  # CEL rules are compiled against a structural schema only
+    errs.extend(rule_errors(from_props(schema), path))
     return errs
 
 
