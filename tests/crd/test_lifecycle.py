@@ -269,7 +269,7 @@ async def test_delete_crd_removes_its_objects_first(cluster: Cluster) -> None:
             return (await api.request("GET", f"{CRD_PATH}/widgets.example.com")).status == 404
         await until(gone, "the CRD deleted")
         nursery.cancel_scope.cancel()
-    reasons = [(c["status"], c["reason"]) for o in seen for c in o.get("status", {}).get("conditions", [])
+    reasons = [(c["status"], c["reason"]) for o in seen for c in (o.get("status") or {}).get("conditions") or []
                if c["type"] == "Terminating"]
     assert ("True", "InstanceDeletionInProgress") in reasons
     assert ("False", "InstanceDeletionCompleted") in reasons

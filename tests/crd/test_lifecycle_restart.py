@@ -28,7 +28,7 @@ def wait_established(c: httpx.Client, name: str) -> dict[str, Any]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         got = c.get(f"{CRD_PATH}/{name}").json()
-        if any(x["type"] == "Established" and x["status"] == "True" for x in got.get("status", {}).get("conditions", [])):
+        if any(x["type"] == "Established" and x["status"] == "True" for x in (got.get("status") or {}).get("conditions") or []):
             return got
         time.sleep(0.05)
     raise AssertionError(f"{name} never established")
