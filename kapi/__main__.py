@@ -203,6 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
                    default=d.authorization_webhook_cache_unauthorized_ttl_s, help="how long a deny is cached")
     s.add_argument("--authorization-webhook-version", choices=("v1", "v1beta1"),
                    default=d.authorization_webhook_version, help="SubjectAccessReview version sent to the webhook")
+    # Admission.
+    s.add_argument("--enable-admission-plugins", type=_list, default=(),
+                   help="admission plugins to run beside kube 1.33's default set (comma-separated; the order "
+                        "they run in is kube's, whatever the order given)")
+    s.add_argument("--disable-admission-plugins", type=_list, default=(),
+                   help="admission plugins of the default set not to run (comma-separated)")
+    s.add_argument("--admission-control-config-file", default="",
+                   help="apiserver.config.k8s.io/v1 AdmissionConfiguration: plugins' configuration (PodSecurity's "
+                        "defaults and exemptions, ...)")
     # Audit.
     s.add_argument("--audit-policy-file", default="", help="audit.k8s.io/v1 Policy; no policy: no audit")
     s.add_argument("--audit-log-path", default="", help="audit log file ('-': stdout)")
@@ -288,6 +297,9 @@ def config_from_args(args: argparse.Namespace) -> Config:
         authorization_webhook_cache_authorized_ttl_s=args.authorization_webhook_cache_authorized_ttl,
         authorization_webhook_cache_unauthorized_ttl_s=args.authorization_webhook_cache_unauthorized_ttl,
         authorization_webhook_version=args.authorization_webhook_version,
+        enable_admission_plugins=tuple(args.enable_admission_plugins),
+        disable_admission_plugins=tuple(args.disable_admission_plugins),
+        admission_control_config_file=args.admission_control_config_file,
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,
         audit_log_maxage_days=args.audit_log_maxage,

@@ -54,6 +54,10 @@ class Config:
     authorization_webhook_cache_authorized_ttl_s: float = 300.0
     authorization_webhook_cache_unauthorized_ttl_s: float = 30.0
     authorization_webhook_version: str = "v1beta1"
+    # --- admission (kube 1.33's default plugins, plus these, minus those)
+    enable_admission_plugins: tuple[str, ...] = ()
+    disable_admission_plugins: tuple[str, ...] = ()
+    admission_control_config_file: str = ""
     # --- audit
     audit_policy_file: str = ""
     audit_log_path: str = ""  # "-": stdout

@@ -32,12 +32,13 @@ LAYERS = {
     "cacher": 5,  # per-resource watch cache over storage
     "registry": 6,  # the resource table, the generic store, the informer
     "apis": 7,  # one strategy per built-in kind
-    "chain": 8,  # the filter chain: context, filters, authn, authz
-    "api": 9,  # ASGI app, router, handlers, responses, discovery, OpenAPI
-    "controllers": 10,  # in-process controllers over the informer
-    "server": 11,  # serve(): everything started in one nursery
-    "client": 12,  # the trio client (HTTP only, see RULES)
-    "__main__": 13,  # the CLI
+    "admission": 8,  # mutating then validating plugins, policies (CEL), webhooks
+    "chain": 9,  # the filter chain: context, filters, authn, authz
+    "api": 10,  # ASGI app, router, handlers, responses, discovery, OpenAPI
+    "controllers": 11,  # in-process controllers over the informer
+    "server": 12,  # serve(): everything started in one nursery
+    "client": 13,  # the trio client (HTTP only, see RULES)
+    "__main__": 14,  # the CLI
 }
 
 

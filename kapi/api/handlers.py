@@ -16,6 +16,7 @@ from kapi import errors
 from kapi.encoding import listitems, protobuf
 from kapi.object import typed
 from kapi._fast import list_body
+from kapi.admission.chain import AdmissionChain, RequestAdmission
 from kapi.chain.access import ServerAccess
 from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
@@ -27,6 +28,7 @@ from kapi.object.patch import PatchTarget, patcher_for
 from kapi.registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.listing import Page
+from kapi.registry.admit import CREATE, AdmissionRequest
 from kapi.registry.store import Registry, WriteOptions
 from kapi.object.schema import Schema, prune_unknown_fields, unknown_fields
 from kapi.object.validation import field_invalid
@@ -63,6 +65,8 @@ class Handlers:
     # Subresources answered by a create of their own, by (group, resource, subresource): the server's
     # storage map for them (serviceaccounts/token: the service-account token issuer).
     named_creates: dict[tuple[str, str, str], NamedCreate] = field(default_factory=dict)
+    # The admission plugins every write passes (None: none, as with every plugin disabled)
+    admission: AdmissionChain | None = None
 
     def __post_init__(self) -> None:
         self.access = ServerAccess(self.authorizer, self.authenticator)  # what the reviews' strategies judge with
@@ -212,7 +216,28 @@ class Handlers:
             raise errors.invalid("CreateOptions", "meta.k8s.io", "", [errors.Cause(
                 "FieldValueTooLong" if "Too long" in detail else "FieldValueInvalid", detail, "fieldManager")])
         return WriteOptions(dry_run=bool(dry), field_manager=manager_name(manager, ctx.header("user-agent")),
-                            requester=ctx.user, access=self.access)
+                            requester=ctx.user, access=self.access, admission=self._admission(ctx))
+
+    def _admission(self, ctx: RequestContext, delete_options: Obj | None = None) -> RequestAdmission | None:
+        """The request's admission: the server's plugins bound to its user, warnings and audit annotations."""
+        if self.admission is None:
+            return None
+        return self.admission.bind(ctx.user, ctx.warnings, ctx.annotate, ctx.query, delete_options)
+
+    async def _admit_create(self, ctx: RequestContext, res: Resource, obj: Obj, subresource: str = "",
+                            kind: tuple[str, str, str] = ("", "", "")) -> Obj:
+        """Admission of a create the registry does not store (a review, a TokenRequest): mutating then
+        validating, on the object as decoded."""
+        admission = self._admission(ctx)
+        if admission is None:
+            return obj
+        req = AdmissionRequest(CREATE, res, subresource, ctx.info.namespace, ctx.info.name or str(
+            (obj.get("metadata") or {}).get("name") or ""), obj, None, bool(ctx.query.get("dryRun")), kind)
+        await admission.mutate(req)
+        if not isinstance(req.obj, dict):
+            raise errors.InternalError("admission produced no object")
+        await admission.validate(req)
+        return req.obj
 
     def _decode_object(self, ctx: RequestContext, res: Resource, *, kind: str = "") -> Obj:
         media = negotiate.body_media_type(ctx.header("content-type"), protobuf=protobuf.supports(
@@ -280,6 +305,7 @@ class Handlers:
         out = self._out(ctx, res)
         obj = self._decode_object(ctx, res)
         if res.virtual:
+            obj = await self._admit_create(ctx, res, obj)
             return self._respond(await self._review(ctx, res, obj), out, status=201)
         created = await self.registry.create(res, info.namespace, obj, opts)
         return self._respond(created, out, status=201)
@@ -294,6 +320,8 @@ class Handlers:
         out = self._out(ctx, res)
         body_kind = _SUBRESOURCE_BODIES.get(info.subresource, res.kind)
         obj = self._decode_object(ctx, res, kind=body_kind)
+        group, version, _ = _BODY_KINDS.get(body_kind, (res.group, res.version, res.kind))
+        obj = await self._admit_create(ctx, res, obj, info.subresource, (group, version, body_kind))
         return self._respond(await create(info.namespace, info.name, obj, ctx.warnings, ctx.annotate), out,
                              status=201)
 
@@ -417,7 +445,8 @@ class Handlers:
             unsafe = _parse_bool(_UNSAFE_DELETE, q[_UNSAFE_DELETE])
         return DeleteOptions(dry_run=bool(dry), grace_period_s=grace, propagation_policy=policy,
                              orphan_dependents=orphan, precondition_uid=pre.get("uid") or "",
-                             precondition_rv=pre.get("resourceVersion") or "", ignore_store_read_error=unsafe)
+                             precondition_rv=pre.get("resourceVersion") or "", ignore_store_read_error=unsafe,
+                             admission=self._admission(ctx, _delete_options_object(body, grace, policy, orphan, dry)))
 
     async def delete(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
@@ -571,6 +600,20 @@ def _untyped(obj: Obj) -> Obj:
     if "kind" in obj or "apiVersion" in obj:
         return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
     return obj
+
+
+def _delete_options_object(body: Obj, grace: int | None, policy: str, orphan: bool | None, dry: str) -> Obj:
+    """The DeleteOptions a DELETE's admission is given: the body with what the query set."""
+    out = {k: v for k, v in body.items() if k not in ("kind", "apiVersion")}
+    if grace is not None:
+        out["gracePeriodSeconds"] = grace
+    if policy:
+        out["propagationPolicy"] = policy
+    if orphan is not None:
+        out["orphanDependents"] = orphan
+    if dry:
+        out["dryRun"] = [dry]
+    return out
 
 
 def _partial(obj: Obj, version: str) -> Obj:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kapi import errors
 from kapi.encoding import codec, listitems
 from kapi.object.listopts import ListOptions
+from kapi.registry.admit import DELETE, Admission, AdmissionRequest
 from kapi.registry.resources import Resource
 from kapi.storage.base import KeyValue, ListResult
 
@@ -35,6 +36,9 @@ class DeleteOptions:
     # DeleteOptions.ignoreStoreReadErrorWithClusterBreakingPotential: remove an object that cannot be
     # decoded, without reading it (no preconditions, finalizers or grace period).
     ignore_store_read_error: bool = False
+    # The request's admission (see WriteOptions.admission): mutating once before the object is read
+    # (with no objects, as kube's DELETE handler), validating with the object on each try.
+    admission: Admission | None = None
 
 
 @dataclass(slots=True)
@@ -43,9 +47,13 @@ class DeleteResult:
     deleted: bool  # False: the object stays (finalizers or a grace period)
 
 
-async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> DeleteResult:
+async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: DeleteOptions,
+                 mutate: bool = True) -> DeleteResult:
+    """DELETE; ``mutate`` False: the request's mutating admission ran already (a DELETECOLLECTION's)."""
     key = reg.key(res, namespace, name)
     res.strategy.check_delete(name)
+    if opts.admission is not None and mutate:
+        await opts.admission.mutate(AdmissionRequest(DELETE, res, "", namespace, name, None, None, opts.dry_run))
     for _ in range(_DELETE_TRIES):
         kv = await reg.get_kv(res, namespace, name)
         try:
@@ -73,6 +81,8 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
                                   "Precondition failed: ResourceVersion in precondition: "
                                   f"{opts.precondition_rv}, ResourceVersion in object meta: "
                                   f"{md.get('resourceVersion')}")
+        if opts.admission is not None:
+            await opts.admission.validate(AdmissionRequest(DELETE, res, "", namespace, name, None, obj, opts.dry_run))
         new = _deletion_update(res, obj, opts)
         if new is None:
             if opts.dry_run:
@@ -128,11 +138,13 @@ async def delete_collection(reg: Registry, res: Resource, namespace: str, list_o
                             opts: DeleteOptions) -> ListResult[Obj]:
     page = await reg.list(res, namespace, ListOptions(label_selector=list_opts.label_selector,
                                                         field_selector=list_opts.field_selector))
+    if opts.admission is not None:  # once for the collection, with no name (kube's DELETECOLLECTION handler)
+        await opts.admission.mutate(AdmissionRequest(DELETE, res, "", namespace, "", None, None, opts.dry_run))
     deleted = []
     for obj in listitems.objects(page.items):
         md = obj["metadata"]
         try:
-            result = await reg.delete(res, md.get("namespace", ""), md["name"], opts)
+            result = await reg.delete(res, md.get("namespace", ""), md["name"], opts, mutate=False)
         except errors.NotFound:
             continue
         deleted.append(result.obj)

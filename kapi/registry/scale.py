@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from kapi.registry.store import Registry, WriteOptions
 
 Obj = dict[str, Any]
+SCALE_KIND = ("autoscaling", "v1", "Scale")  # what admission sees of a scale subresource write
 
 
 async def get_scale(reg: Registry, res: Resource, namespace: str, name: str) -> Obj:
@@ -24,15 +25,21 @@ async def update_scale(reg: Registry, res: Resource, namespace: str, name: str, 
         smd = scale.get("metadata") or {}
         if smd.get("resourceVersion") and smd["resourceVersion"] != obj["metadata"]["resourceVersion"]:
             raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
-        replicas = (scale.get("spec") or {}).get("replicas", 0)
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            raise errors.invalid("Scale", "autoscaling", name, [errors.Cause(
-                "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
-                "spec.replicas")])
-        res.strategy.set_replicas(obj, replicas)
+        res.strategy.set_replicas(obj, replicas_of(scale, name))
         return obj
 
     return to_scale(res, await reg.guaranteed_update(res, namespace, name, mutate, opts, "scale"))
+
+
+def replicas_of(scale: Obj, name: str) -> int:
+    """A Scale's spec.replicas, checked (422 as kube's scale validation for a negative one)."""
+    spec = scale.get("spec")
+    replicas = spec.get("replicas", 0) if isinstance(spec, dict) else 0
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        raise errors.invalid("Scale", "autoscaling", name, [errors.Cause(
+            "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0",
+            "spec.replicas")])
+    return replicas
 
 
 def to_scale(res: Resource, obj: Obj) -> Obj:

@@ -32,6 +32,7 @@ from kapi.registry import deletion, listing, scale, watching
 from kapi.registry.deletion import DeleteOptions, DeleteResult
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.object.access import UserInfo
+from kapi.registry.admit import CREATE, UPDATE, Admission, AdmissionRequest
 from kapi.registry.strategy import Access, Allocation
 from kapi.storage.base import KeyValue, ListResult, Storage
 
@@ -57,6 +58,9 @@ class WriteOptions:
     # escalation check). None for the server's own writes (bootstrap, controllers), which may do anything.
     requester: UserInfo | None = None
     access: Access | None = None
+    # The request's admission (kapi.admission, bound to its user): mutating before the write's
+    # validation, validating after it, on each try of an update. None: no admission (the server's own writes).
+    admission: Admission | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,12 +289,16 @@ class Registry:
     # ------------------------------------------------------------- create
 
     async def create(self, res: Resource, namespace: str, obj: Obj, opts: WriteOptions) -> Obj:
-        obj = self._prepare_create(res, namespace, obj)
+        obj = self._decode_create(res, namespace, obj)
+        if opts.admission is not None:
+            obj = await self._mutate(res, CREATE, "", namespace, obj, None, opts.admission, opts.dry_run)
+        obj = self._prepare_create(res, obj)
+        md = obj["metadata"]
+        if opts.admission is not None:
+            await opts.admission.validate(AdmissionRequest(CREATE, res, "", namespace, md["name"], obj, None,
+                                                           opts.dry_run))
         await res.strategy.authorize_write(obj, None, opts)
         self._track_fields(res, None, obj, opts, "")
-        md = obj["metadata"]
-        if res.namespaced:
-            await self._check_namespace_open(md["namespace"])
         await res.strategy.before_create(obj, self._allocation(res))
         if opts.dry_run:
             md.pop("resourceVersion", None)
@@ -303,13 +311,50 @@ class Registry:
         md["resourceVersion"] = str(rev)
         return obj
 
-    def _prepare_create(self, res: Resource, namespace: str, obj: Obj) -> Obj:
+    def _decode_create(self, res: Resource, namespace: str, obj: Obj) -> Obj:
+        """A copy of a create's body with its type and namespace checked (what kube's decoding refuses)."""
         obj = copy.deepcopy(obj)
         self._check_type_meta(res, obj)
         md = meta.metadata(obj)
         self._check_namespace_matches(res, namespace, md)
         if md.get("resourceVersion"):
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        return obj
+
+    async def _mutate(self, res: Resource, operation: str, subresource: str, namespace: str, new: Obj,
+                      old: Obj | None, admission: Admission, dry_run: bool) -> Obj:
+        """Mutating admission of a create or update: it sees the object decoded and defaulted as kube's
+        handlers hand it over; what it changed is defaulted again (kube decodes a webhook's patch so)."""
+        if subresource == "scale":
+            assert old is not None
+            req = AdmissionRequest(operation, res, subresource, namespace, old["metadata"]["name"],
+                                   scale.to_scale(res, new), scale.to_scale(res, old), dry_run, scale.SCALE_KIND)
+            before = copy.deepcopy(req.obj)
+            await admission.mutate(req)
+            if req.obj != before and isinstance(req.obj, dict):
+                res.strategy.set_replicas(new, scale.replicas_of(req.obj, new["metadata"]["name"]))
+            return new
+        self._decode_defaults(res, new, old)
+        name = str(new["metadata"].get("name") or "") if old is None else old["metadata"]["name"]
+        req = AdmissionRequest(operation, res, subresource, namespace, name, new, old, dry_run)
+        await admission.mutate(req)
+        if req.obj is not new:  # replaced (a webhook's patch, a policy's mutation): decoded again
+            if not isinstance(req.obj, dict):
+                raise errors.InternalError("admission produced no object")
+            new = req.obj
+            self._check_type_meta(res, new)
+            self._decode_defaults(res, new, old)
+        return new
+
+    def _decode_defaults(self, res: Resource, obj: Obj, old: Obj | None) -> None:
+        """What kube's decoding of a body does before admission sees it: Go's shape, then the kind's defaults."""
+        go_roundtrip(self.schema, (res.group, res.version, res.kind), obj)
+        res.strategy.canonicalize(obj)
+        res.strategy.default(obj, old)
+
+    def _prepare_create(self, res: Resource, obj: Obj) -> Obj:
+        """System metadata, the strategy's create preparation, defaults and validation (kube's BeforeCreate)."""
+        md = meta.metadata(obj)
         if not md.get("name") and md.get("generateName"):
             md["name"] = meta.generate_name(str(md["generateName"]))
         for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
@@ -317,9 +362,7 @@ class Registry:
         md["uid"] = meta.new_uid()
         md["creationTimestamp"] = meta.now_rfc3339()
         res.strategy.prepare_for_create(res, obj)
-        go_roundtrip(self.schema, (res.group, res.version, res.kind), obj)  # kube decodes into Go structs first
-        res.strategy.canonicalize(obj)
-        res.strategy.default(obj, None)
+        self._decode_defaults(res, obj, None)  # kube decodes into Go structs first
         causes = self._validate_meta(res, obj)
         causes += res.strategy.validate(obj)
         if causes:
@@ -359,25 +402,6 @@ class Registry:
             raise errors.BadRequest("the namespace of the provided object does not match the namespace "
                                     "sent on the request")
         md["namespace"] = namespace
-
-    async def _check_namespace_open(self, namespace: str) -> None:
-        ns_res = self.table.get("", "v1", "namespaces")
-        assert ns_res is not None
-        # From the namespaces' watch cache when it has seen this registry's namespace writes (kube's
-        # NamespaceLifecycle reads an informer); else, or when it does not hold it, from storage.
-        ns = self.cached(ns_res, "", namespace)
-        if ns is None:
-            try:
-                ns = await self.get(ns_res, "", namespace)
-            except errors.NotFound:
-                raise errors.not_found("namespaces", "", namespace) from None
-        if ns.get("metadata", {}).get("deletionTimestamp") or ns.get("status", {}).get("phase") == "Terminating":
-            raise errors.Forbidden(
-                f"unable to create new content in namespace {namespace} because it is being terminated",
-                name=namespace, kind="namespaces",
-                causes=[errors.Cause(reason="NamespaceTerminating",
-                                     message=f"namespace {namespace} is being terminated",
-                                     field="metadata.namespace")])
 
     def _allocation(self, res: Resource) -> Allocation:
         """What a strategy's ``before_create`` allocates from: a lock and the stored values of ``res``."""
@@ -442,7 +466,11 @@ class Registry:
             go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
             mutated = mutate(copy.deepcopy(old))
             new = await mutated if inspect.isawaitable(mutated) else mutated
+            if opts.admission is not None:
+                new = await self._mutate(res, UPDATE, subresource, namespace, new, old, opts.admission, opts.dry_run)
             new = self._prepare_update(res, new, old, subresource)
+            if opts.admission is not None:
+                await self._validate_update(res, subresource, namespace, name, new, old, opts)
             # After validation, on each try: what is judged is the object this try would write.
             await res.strategy.authorize_write(new, old, opts)
             self._track_fields(res, old, new, opts, subresource)
@@ -473,6 +501,18 @@ class Registry:
             new["metadata"]["resourceVersion"] = str(rev)
             return new
         raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+
+    @staticmethod
+    async def _validate_update(res: Resource, subresource: str, namespace: str, name: str, new: Obj, old: Obj,
+                               opts: WriteOptions) -> None:
+        """Validating admission of one try of an update (a scale's sees the Scales, as kube's scale REST)."""
+        assert opts.admission is not None
+        if subresource == "scale":
+            req = AdmissionRequest(UPDATE, res, subresource, namespace, name, scale.to_scale(res, new),
+                                   scale.to_scale(res, old), opts.dry_run, scale.SCALE_KIND)
+        else:
+            req = AdmissionRequest(UPDATE, res, subresource, namespace, name, new, old, opts.dry_run)
+        await opts.admission.validate(req)
 
     def _prepare_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         self._check_type_meta(res, new)
@@ -527,8 +567,9 @@ class Registry:
 
     # ---------------------------------------------------- delete (deletion.py)
 
-    async def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions) -> DeleteResult:
-        result = await deletion.delete(self, res, namespace, name, opts)
+    async def delete(self, res: Resource, namespace: str, name: str, opts: DeleteOptions,
+                     mutate: bool = True) -> DeleteResult:
+        result = await deletion.delete(self, res, namespace, name, opts, mutate)
         if res.strategy.converts_async and result.obj.get("kind") != "Status":
             result.obj = (await self.served(res, [result.obj]))[0]  # deletion read it in the storage version
         return result

@@ -23,6 +23,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from hypercorn.config import Config as HypercornConfig
 
 from kapi import __version__, apis
+from kapi.admission.chain import AdmissionChain, AdmissionConfigError, build_chain, enabled_plugins, load_configuration
+from kapi.admission.plugin import Objects, PluginDeps
+from kapi.chain.access import ServerAccess
 from kapi.api.app import App, Health
 from kapi.api.discovery import Discovery
 from kapi.api.handlers import Handlers
@@ -132,11 +135,13 @@ def build_app(config: Config, registry: Registry, token: str, health: Health,
     if service_accounts is None:
         service_accounts = build_service_account_tokens(config, informers, ec.generate_private_key(ec.SECP256R1()))
     authenticator = build_authenticator(config, informers, token, service_accounts)
+    handlers = Handlers(registry, table, schema, authorizer, authenticator,
+                        min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes,
+                        named_creates={("", "serviceaccounts", "token"): partial(service_accounts.request_token,
+                                                                                 registry)})
+    handlers.admission = build_admission(config, registry, informers, handlers.access)
     return App(
-        handlers=Handlers(registry, table, schema, authorizer, authenticator,
-                          min_request_timeout_s=config.min_request_timeout_s, max_body_bytes=config.max_body_bytes,
-                          named_creates={("", "serviceaccounts", "token"): partial(service_accounts.request_token,
-                                                                                   registry)}),
+        handlers=handlers,
         discovery=Discovery(table),
         openapi=OpenAPIDocuments(schema, table),
         authn=authenticator,
@@ -152,6 +157,23 @@ def build_app(config: Config, registry: Registry, token: str, health: Health,
         audit=build_audit(config, schema, registry.metrics),
         flowcontrol=build_flowcontrol(config, registry, informers),
     )
+
+
+def build_admission(config: Config, registry: Registry, informers: Informers | None,
+                    access: ServerAccess) -> AdmissionChain:
+    """The admission plugins --enable/--disable-admission-plugins ask for, in kube's order.
+
+    They read through ``informers`` (the caller runs them, then ``chain.run``); without informers,
+    from the registry. Webhooks are reached with the chain's webhook client.
+    """
+    try:
+        names = enabled_plugins(config.enable_admission_plugins, config.disable_admission_plugins)
+        deps = PluginDeps(registry, Objects(registry, informers), access=access, client_factory=_conversion_client,
+                          resolve_service=registry_service_resolver(registry),
+                          configuration=load_configuration(config.admission_control_config_file))
+        return build_chain(names, deps)
+    except AdmissionConfigError as exc:
+        raise FatalError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +271,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                                          restart=True))
             # The object counts of the resources without a watch cache (their LIST estimates; kube's count poll)
             await services.start(partial(supervise, "object counts", registry.track_object_counts, restart=True))
+        if app.handlers.admission is not None:  # the plugins' own work (policy compilation, quota usage, ...)
+            await services.start(partial(supervise, "admission", app.handlers.admission.run, restart=True))
         if app.chain.audit is not None:  # its writers flush what is queued when the server stops
             await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "customresourcedefinition controller", crds.run, restart=True))

@@ -404,7 +404,8 @@ async def test_terminating_namespace_refuses_new_content(api: Api) -> None:
     assert r.status == 403
     body = r.json()
     assert body["reason"] == "Forbidden"
-    assert body["message"] == "unable to create new content in namespace term because it is being terminated"
+    assert body["message"] == ('configmaps "late" is forbidden: unable to create new content in namespace term '
+                               "because it is being terminated")
     assert body["details"]["causes"][0]["reason"] == "NamespaceTerminating"
     # The held object keeps the namespace until its finalizer goes.
     await trio.sleep(0.2)

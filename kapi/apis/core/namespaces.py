@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from kapi.registry.deletion import DeleteOptions
 
 # kube-apiserver refuses to delete these; the server creates the initial ones at start-up.
-PROTECTED_NAMESPACES: Final = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
@@ -53,11 +52,6 @@ class NamespaceStrategy(Strategy):
 
     def own_field_values(self, obj: Obj) -> dict[str, str]:
         return {"status.phase": text_value((obj.get("status") or {}).get("phase"))}
-
-    def check_delete(self, name: str) -> None:
-        if name in PROTECTED_NAMESPACES:
-            raise errors.Forbidden(f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                                   name=name, kind="namespaces")
 
     def prepare_for_delete(self, new: Obj, gc_finalizer: str | None, opts: DeleteOptions) -> Obj | None:
         """A DELETE makes the namespace Terminating; its controller empties it and removes the finalizer.

@@ -1,0 +1,10 @@
+"""PLACEHOLDER: not built yet; its owner replaces this module."""
+
+from __future__ import annotations
+
+from kapi.admission.plugin import Plugin
+
+
+class DenyServiceExternalIPs(Plugin):
+    name = "DenyServiceExternalIPs"
+    resources = frozenset()  # PLACEHOLDER: acts on nothing yet
