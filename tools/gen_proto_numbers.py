@@ -92,6 +92,8 @@ INLINE: frozenset[tuple[str, str]] = frozenset(
         ("k8s.io.api.networking.v1.IngressRule", "ingressRuleValue"),
         ("k8s.io.api.admissionregistration.v1.RuleWithOperations", "rule"),
         ("k8s.io.api.admissionregistration.v1.NamedRuleWithOperations", "ruleWithOperations"),
+        ("k8s.io.api.admissionregistration.v1beta1.NamedRuleWithOperations", "ruleWithOperations"),
+        ("k8s.io.api.admissionregistration.v1alpha1.NamedRuleWithOperations", "ruleWithOperations"),
     }
 )
 

@@ -20,6 +20,16 @@ from typing import Any
 
 SOURCE_VERSION = "v1.33.0"
 SOURCE_FILE = f"kubernetes-json-schema/{SOURCE_VERSION}-local/_definitions.json"
+# Kinds served ahead of SOURCE_VERSION, read from a later release's definitions (with what they
+# reach that the first source lacks): MutatingAdmissionPolicy, beta in v1.34.
+LATER_VERSION = "v1.34.0"
+LATER_FILE = f"kubernetes-json-schema/{LATER_VERSION}-local/_definitions.json"
+LATER_ROOTS: tuple[str, ...] = tuple(
+    f"io.k8s.api.admissionregistration.{version}.{kind}"
+    for version in ("v1beta1", "v1alpha1")
+    for kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyList", "MutatingAdmissionPolicyBinding",
+                 "MutatingAdmissionPolicyBindingList")
+)
 REF_PREFIX = "#/$defs/"
 
 # Whole group-versions kapi serves: every kind they publish is a root.
@@ -255,12 +265,12 @@ def _meta_k8s_io_types() -> dict[str, dict[str, Any]]:
     }
 
 
-def source_path() -> Path:
-    """Where the installed kubernetes-validate package keeps the v1.33 definitions."""
+def source_path(file: str = SOURCE_FILE) -> Path:
+    """Where the installed kubernetes-validate package keeps the v1.33 (or ``file``'s) definitions."""
     spec = importlib.util.find_spec("kubernetes_validate")
     if spec is None or spec.origin is None:
         raise SystemExit("kubernetes-validate is not installed (it is a development dependency)")
-    return Path(spec.origin).parent / SOURCE_FILE
+    return Path(spec.origin).parent / file
 
 
 def _ref_name(ref: str) -> str:
@@ -389,10 +399,14 @@ def convert_type(name: str, definition: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build(defs: dict[str, Any]) -> dict[str, Any]:
-    """The whole data file: every reachable definition, converted, sorted by name."""
+def build(defs: dict[str, Any], later: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The whole data file: every reachable definition, converted, sorted by name; ``later``: a
+    later release's definitions, for ``LATER_ROOTS`` and what they reach that ``defs`` does not give."""
     names = reachable(defs, roots(defs))
     types = {name: convert_type(name, defs[name]) for name in sorted(names)}
+    if later is not None:
+        for name in sorted(reachable(later, set(LATER_ROOTS)) - names):
+            types[name] = convert_type(name, later[name])
     types.update(_meta_k8s_io_types())
     missing = {
         ref
@@ -404,7 +418,8 @@ def build(defs: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"dangling references: {sorted(missing)}")
     return {
         "format": 1,
-        "source": f"kubernetes {SOURCE_VERSION} OpenAPI definitions",
+        "source": f"kubernetes {SOURCE_VERSION} OpenAPI definitions"
+                  + (f" (MutatingAdmissionPolicy from {LATER_VERSION})" if later is not None else ""),
         "types": dict(sorted(types.items())),
     }
 
@@ -425,11 +440,12 @@ def _refs_in_converted(value: Any) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_out = Path(__file__).resolve().parent.parent / "kapi" / "schema" / "builtin.json.gz"
+    default_out = Path(__file__).resolve().parent.parent / "kapi" / "object" / "schema" / "builtin.json.gz"
     parser.add_argument("--out", type=Path, default=default_out)
     args = parser.parse_args(argv)
     defs = json.loads(source_path().read_text())["$defs"]
-    data = build(defs)
+    later = json.loads(source_path(LATER_FILE).read_text())["$defs"]
+    data = build(defs, later)
     raw = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
     # mtime=0 keeps the output byte-identical between runs.
     args.out.write_bytes(gzip.compress(raw, compresslevel=9, mtime=0))

@@ -86,6 +86,11 @@ BUILTIN: Final[tuple[Resource, ...]] = (
     admissionregistration.VALIDATING_WEBHOOK_CONFIGURATIONS,
     admissionregistration.VALIDATING_ADMISSION_POLICIES,
     admissionregistration.VALIDATING_ADMISSION_POLICY_BINDINGS,
+    # admissionregistration.k8s.io/v1beta1 and v1alpha1: MutatingAdmissionPolicies (one stored object, v1beta1)
+    admissionregistration.MUTATING_ADMISSION_POLICIES,
+    admissionregistration.MUTATING_ADMISSION_POLICY_BINDINGS,
+    admissionregistration.MUTATING_ADMISSION_POLICIES_V1ALPHA1,
+    admissionregistration.MUTATING_ADMISSION_POLICY_BINDINGS_V1ALPHA1,
     # apiregistration.k8s.io/v1: an APIService per served group/version (kapi.server.apiservices)
     apiregistration.API_SERVICES,
     # apiextensions.k8s.io/v1 (stored only, for now)

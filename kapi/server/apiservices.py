@@ -49,6 +49,8 @@ PRIORITIES: Final[dict[tuple[str, str], tuple[int, int]]] = {
     ("storage.k8s.io", "v1"): (16800, 15),
     ("apiextensions.k8s.io", "v1"): (16700, 15),
     ("admissionregistration.k8s.io", "v1"): (16700, 15),
+    ("admissionregistration.k8s.io", "v1beta1"): (16700, 12),
+    ("admissionregistration.k8s.io", "v1alpha1"): (16700, 9),
     ("scheduling.k8s.io", "v1"): (16600, 15),
     ("coordination.k8s.io", "v1"): (16500, 15),
     ("node.k8s.io", "v1"): (16300, 15),

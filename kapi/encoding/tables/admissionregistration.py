@@ -52,3 +52,25 @@ def _binding_row(obj: Obj, now: float) -> list[Any]:
 WEBHOOK_CONFIGURATION: Final = Printer(_WEBHOOK_COLUMNS, _webhook_row)
 VALIDATING_ADMISSION_POLICY: Final = Printer(_POLICY_COLUMNS, _policy_row)
 VALIDATING_ADMISSION_POLICY_BINDING: Final = Printer(_BINDING_COLUMNS, _binding_row)
+
+# MutatingAdmissionPolicy(Binding): printers.go's AddHandlers for admissionregistration v1beta1 / v1alpha1.
+_MUTATING_POLICY_COLUMNS: Final = (
+    NAME,
+    column("Mutations", "integer", "Mutation indicates the number of mutations rules."),
+    column("ParamKind", "string", "ParamKind specifies the kind of resources used to parameterize this policy"),
+    AGE,
+)
+
+
+def _mutating_policy_row(obj: Obj, now: float) -> list[Any]:
+    md, spec = as_map(obj.get("metadata")), as_map(obj.get("spec"))
+    param_kind = "<unset>"
+    if isinstance(spec.get("paramKind"), dict):
+        pk = as_map(spec.get("paramKind"))
+        param_kind = f"{as_str(pk.get('apiVersion'))}/{as_str(pk.get('kind'))}"
+    return [as_str(md.get("name")), len(as_list(spec.get("mutations"))), param_kind,
+            since(md.get("creationTimestamp"), now)]
+
+
+MUTATING_ADMISSION_POLICY: Final = Printer(_MUTATING_POLICY_COLUMNS, _mutating_policy_row)
+MUTATING_ADMISSION_POLICY_BINDING: Final = Printer(_BINDING_COLUMNS, _binding_row)

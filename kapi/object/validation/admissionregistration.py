@@ -1,14 +1,16 @@
-"""admissionregistration.k8s.io/v1 (kube's pkg/apis/admissionregistration/validation): webhook
-configurations, ValidatingAdmissionPolicies and their bindings. CEL expressions are not compiled
-here (admission itself is not served yet); their presence and the surrounding rules are checked."""
+"""admissionregistration.k8s.io (kube's pkg/apis/admissionregistration/validation): webhook
+configurations, ValidatingAdmissionPolicies, MutatingAdmissionPolicies (v1beta1, v1alpha1) and their
+bindings. CEL expressions are not compiled here (the object layer has no admission environment: a
+policy's expressions are compiled by its plugin, and a bad one fails as its failurePolicy says);
+their presence and the surrounding rules are checked."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit
 
 from kapi.errors import Cause
-from kapi.object.validation.fields import (Obj, _d, _i, _l, _s, field_duplicate, field_invalid, field_not_supported,
-    field_required, unique_causes)
+from kapi.object.validation.fields import (Obj, _d, _i, _l, _s, field_duplicate, field_forbidden, field_invalid,
+    field_not_supported, field_required, unique_causes)
 from kapi.object.validation.meta import _validate_label_selector
 from kapi.object.validation.names import is_dns1123_subdomain
 
@@ -315,3 +317,137 @@ def validate_validating_admission_policy_binding(obj: Obj) -> list[Cause]:
 @unique_causes
 def validate_validating_admission_policy_binding_update(new: Obj, old: Obj) -> list[Cause]:
     return _binding_spec(_d(new.get("spec")))
+
+
+# ------------------------------------------------ MutatingAdmissionPolicy (v1beta1 and v1alpha1)
+
+_PATCH_TYPES = ("ApplyConfiguration", "JSONPatch")
+# A mutating policy acts on writes with a body: DELETE may not be matched.
+_MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")
+
+
+def _mutating_match_resources(match: Obj, path: str, *, required_rules: bool) -> list[Cause]:
+    errs = _match_resources(match, path, required_rules=required_rules)
+    for field in ("resourceRules", "excludeResourceRules"):
+        for i, rule in enumerate(_l(match.get(field))):
+            for j, op in enumerate(_l(_d(rule).get("operations"))):
+                if op == "DELETE":
+                    errs.append(field_not_supported(f"{path}.{field}[{i}].operations[{j}]", op,
+                                                    _MUTATING_OPERATIONS))
+    return errs
+
+
+def _param_kind(param_kind: object, path: str) -> list[Cause]:
+    pk = _d(param_kind)
+    errs: list[Cause] = []
+    version = _s(pk.get("apiVersion"))
+    if not version:
+        errs.append(field_required(f"{path}.apiVersion"))
+    elif version.count("/") > 1 or version.startswith("/") or version.endswith("/"):
+        errs.append(field_invalid(f"{path}.apiVersion", version, f"unexpected GroupVersion string: {version}"))
+    if not _s(pk.get("kind")):
+        errs.append(field_required(f"{path}.kind"))
+    return errs
+
+
+def _mutation(m: Obj, path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    patch_type = m.get("patchType")
+    for kind, field in (("ApplyConfiguration", "applyConfiguration"), ("JSONPatch", "jsonPatch")):
+        if patch_type == kind:
+            if m.get(field) is None:
+                errs.append(field_required(f"{path}.{field}", f"must be specified when patchType is {kind}"))
+            elif not _s(_d(m[field]).get("expression")).strip():
+                errs.append(field_required(f"{path}.{field}.expression"))
+        elif patch_type in _PATCH_TYPES and m.get(field) is not None:
+            errs.append(field_forbidden(f"{path}.{field}", f"must not be specified when patchType is {patch_type}"))
+    if not patch_type:
+        errs.append(field_required(f"{path}.patchType"))
+    elif patch_type not in _PATCH_TYPES:
+        errs.append(field_not_supported(f"{path}.patchType", patch_type, _PATCH_TYPES))
+    return errs
+
+
+def _mutating_policy_spec(spec: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    failure = spec.get("failurePolicy")
+    if failure is None:
+        errs.append(field_required("spec.failurePolicy"))
+    elif failure not in _FAILURE:
+        errs.append(field_not_supported("spec.failurePolicy", failure, _FAILURE))
+    if spec.get("paramKind") is not None:
+        errs += _param_kind(spec["paramKind"], "spec.paramKind")
+    match = spec.get("matchConstraints")
+    if not isinstance(match, dict):
+        errs.append(field_required("spec.matchConstraints", ""))
+    else:
+        errs += _mutating_match_resources(match, "spec.matchConstraints", required_rules=True)
+    conditions = _l(spec.get("matchConditions"))
+    if len(conditions) > 64:
+        errs.append(field_invalid("spec.matchConditions", len(conditions), "must have at most 64 items"))
+    errs += _match_conditions(conditions, "spec.matchConditions")
+    names: set[str] = set()
+    for i, var in enumerate(_l(spec.get("variables"))):
+        var, p = _d(var), f"spec.variables[{i}]"
+        name = _s(var.get("name"))
+        if not name:
+            errs.append(field_required(f"{p}.name"))
+        elif name in names:
+            errs.append(field_duplicate(f"{p}.name", name))
+        names.add(name)
+        if not _s(var.get("expression")).strip():
+            errs.append(field_required(f"{p}.expression"))
+    mutations = _l(spec.get("mutations"))
+    if not mutations:
+        errs.append(field_required("spec.mutations", "mutations must contain at least one item"))
+    for i, m in enumerate(mutations):
+        errs += _mutation(_d(m), f"spec.mutations[{i}]")
+    reinvocation = spec.get("reinvocationPolicy")
+    if not reinvocation:
+        errs.append(field_required("spec.reinvocationPolicy"))
+    elif reinvocation not in _REINVOCATION:
+        errs.append(field_not_supported("spec.reinvocationPolicy", reinvocation, _REINVOCATION))
+    return errs
+
+
+@unique_causes
+def validate_mutating_admission_policy(obj: Obj) -> list[Cause]:
+    return _mutating_policy_spec(_d(obj.get("spec")))
+
+
+@unique_causes
+def validate_mutating_admission_policy_update(new: Obj, old: Obj) -> list[Cause]:
+    return _mutating_policy_spec(_d(new.get("spec")))
+
+
+def _mutating_binding_spec(spec: Obj) -> list[Cause]:
+    errs: list[Cause] = []
+    if not _s(spec.get("policyName")):
+        errs.append(field_required("spec.policyName"))
+    param_ref = spec.get("paramRef")
+    if isinstance(param_ref, dict):
+        if param_ref.get("name") and param_ref.get("selector") is not None:
+            errs.append(field_forbidden("spec.paramRef.name", "name and selector are mutually exclusive"))
+        if not param_ref.get("name") and param_ref.get("selector") is None:
+            errs.append(field_required("spec.paramRef", "one of name or selector must be specified"))
+        if param_ref.get("selector") is not None:
+            errs += _validate_label_selector(param_ref["selector"], "spec.paramRef.selector")
+        action = param_ref.get("parameterNotFoundAction")
+        if action is None:
+            errs.append(field_required("spec.paramRef.parameterNotFoundAction"))
+        elif action not in ("Allow", "Deny"):
+            errs.append(field_not_supported("spec.paramRef.parameterNotFoundAction", action, ("Allow", "Deny")))
+    match = spec.get("matchResources")
+    if isinstance(match, dict):
+        errs += _mutating_match_resources(match, "spec.matchResources", required_rules=False)
+    return errs
+
+
+@unique_causes
+def validate_mutating_admission_policy_binding(obj: Obj) -> list[Cause]:
+    return _mutating_binding_spec(_d(obj.get("spec")))
+
+
+@unique_causes
+def validate_mutating_admission_policy_binding_update(new: Obj, old: Obj) -> list[Cause]:
+    return _mutating_binding_spec(_d(new.get("spec")))
