@@ -212,6 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--admission-control-config-file", default="",
                    help="apiserver.config.k8s.io/v1 AdmissionConfiguration: plugins' configuration (PodSecurity's "
                         "defaults and exemptions, ...)")
+    s.add_argument("--default-not-ready-toleration-seconds", type=int, default=d.default_not_ready_toleration_seconds,
+                   help="the tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to "
+                        "every pod without one (DefaultTolerationSeconds)")
+    s.add_argument("--default-unreachable-toleration-seconds", type=int,
+                   default=d.default_unreachable_toleration_seconds,
+                   help="the tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to "
+                        "every pod without one (DefaultTolerationSeconds)")
     # Audit.
     s.add_argument("--audit-policy-file", default="", help="audit.k8s.io/v1 Policy; no policy: no audit")
     s.add_argument("--audit-log-path", default="", help="audit log file ('-': stdout)")
@@ -300,6 +307,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         enable_admission_plugins=tuple(args.enable_admission_plugins),
         disable_admission_plugins=tuple(args.disable_admission_plugins),
         admission_control_config_file=args.admission_control_config_file,
+        default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
         audit_policy_file=args.audit_policy_file,
         audit_log_path=args.audit_log_path,
         audit_log_maxage_days=args.audit_log_maxage,

@@ -58,6 +58,9 @@ class Config:
     enable_admission_plugins: tuple[str, ...] = ()
     disable_admission_plugins: tuple[str, ...] = ()
     admission_control_config_file: str = ""
+    # DefaultTolerationSeconds: the not-ready and unreachable NoExecute tolerations pods get
+    default_not_ready_toleration_seconds: int = 300
+    default_unreachable_toleration_seconds: int = 300
     # --- audit
     audit_policy_file: str = ""
     audit_log_path: str = ""  # "-": stdout

@@ -168,9 +168,12 @@ def build_admission(config: Config, registry: Registry, informers: Informers | N
     """
     try:
         names = enabled_plugins(config.enable_admission_plugins, config.disable_admission_plugins)
+        configuration = load_configuration(config.admission_control_config_file)
+        configuration["DefaultTolerationSeconds"] = {  # kube's flags, not the configuration file
+            "defaultNotReadyTolerationSeconds": config.default_not_ready_toleration_seconds,
+            "defaultUnreachableTolerationSeconds": config.default_unreachable_toleration_seconds}
         deps = PluginDeps(registry, Objects(registry, informers), access=access, client_factory=_conversion_client,
-                          resolve_service=registry_service_resolver(registry),
-                          configuration=load_configuration(config.admission_control_config_file))
+                          resolve_service=registry_service_resolver(registry), configuration=configuration)
         return build_chain(names, deps)
     except AdmissionConfigError as exc:
         raise FatalError(str(exc)) from None

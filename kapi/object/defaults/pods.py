@@ -1,6 +1,5 @@
 """Pods, pod templates and replication controllers (core/v1 ``SetDefaults_*``), plus the create-time
-steps of the pod strategy and admission: status and QoS class, the default service account, priority,
-the not-ready/unreachable tolerations. Also the image pull policy rule.
+step of the pod strategy (status and QoS class). Also the image pull policy rule.
 """
 
 from __future__ import annotations
@@ -30,10 +29,6 @@ def image_pull_policy(image: str) -> str:
         return "IfNotPresent"
     tag = m.group("tag") or ("" if m.group("digest") else "latest")
     return "Always" if tag == "latest" else "IfNotPresent"
-
-
-_NOT_READY = "node.kubernetes.io/not-ready"
-_UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
 def _default_http_get(action: object) -> None:
@@ -182,10 +177,6 @@ def pod_qos_class(pod: Obj) -> str:
     return "Burstable"
 
 
-def _tolerates(tolerations: list[Obj], key: str) -> bool:
-    return any(t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None) for t in tolerations)
-
-
 @defaulter
 def default_pod(pod: Obj, old: Obj | None) -> None:
     spec = _obj(pod, "spec")
@@ -209,21 +200,8 @@ def default_pod(pod: Obj, old: Obj | None) -> None:
                         port["hostPort"] = port.get("containerPort")
     if old is not None:
         return
-    # Create only: the ServiceAccount, Priority and DefaultTolerationSeconds admission
-    # plugins and the pod strategy's PrepareForCreate.
-    if _unset(spec, "serviceAccountName"):
-        spec["serviceAccountName"] = "default"
-        spec["serviceAccount"] = "default"
-    if spec.get("priority") is None and _unset(spec, "priorityClassName"):
-        spec["priority"] = 0
-    if spec.get("preemptionPolicy") is None:
-        spec["preemptionPolicy"] = "PreemptLowerPriority"
-    tolerations = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
-    present = _dicts(tolerations)
-    added = [{"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-             for key in (_NOT_READY, _UNREACHABLE) if not _tolerates(present, key)]
-    if added:
-        spec["tolerations"] = tolerations + added
+    # Create only: the pod strategy's PrepareForCreate (the service account, priority and default
+    # tolerations are admission's: kapi.admission.plugins).
     status = _obj(pod, "status")
     if _unset(status, "phase"):
         status["phase"] = "Pending"
