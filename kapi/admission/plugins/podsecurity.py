@@ -1,10 +1,78 @@
-"""PLACEHOLDER: not built yet; its owner replaces this module."""
+"""PodSecurity (kube's plugin/pkg/admission/security/podsecurity over k8s.io/pod-security-admission).
+
+Validating, for creates and updates of pods, namespaces and the resources that embed a pod
+template (replicationcontrollers, podtemplates, replicasets, deployments, statefulsets,
+daemonsets, jobs, cronjobs). Namespaces choose their levels with the
+``pod-security.kubernetes.io/{enforce,audit,warn}[-version]`` labels; the defaults and exemptions
+come from a PodSecurityConfiguration in --admission-control-config-file. A pod violating the
+enforce level is refused (403), audit violations are recorded as the
+``pod-security.kubernetes.io/audit-violations`` audit annotation, warn violations answered as
+warnings; pod templates are checked against audit and warn only. Namespaces and pods are read from
+the shared informers.
+"""
 
 from __future__ import annotations
 
-from kapi.admission.plugin import Plugin
+from typing import Any, Sequence
+
+from kapi.admission.chain import AdmissionConfigError
+from kapi.admission.plugin import Attributes, Plugin, PluginDeps
+from kapi.admission.podsecurity import api, config
+from kapi.admission.podsecurity.admission import (IGNORED_POD_SUBRESOURCES, POD_CONTROLLERS, PodSecurityAdmission,
+                                                  Response)
+from kapi.registry.admit import CREATE, UPDATE
+
+Obj = dict[str, Any]
 
 
 class PodSecurity(Plugin):
     name = "PodSecurity"
-    resources = frozenset()  # PLACEHOLDER: acts on nothing yet
+    operations = frozenset((CREATE, UPDATE))
+    resources = frozenset({("", "pods"), ("", "namespaces"), *POD_CONTROLLERS})
+
+    def __init__(self, deps: PluginDeps) -> None:
+        super().__init__(deps)
+        try:
+            configuration = config.load(deps.configuration.get(self.name))
+        except config.ConfigurationError as exc:
+            raise AdmissionConfigError(str(exc)) from None
+        self.admission = PodSecurityAdmission(configuration)
+        deps.objects.watch("", "namespaces")
+        deps.objects.watch("", "pods")
+
+    async def validate(self, a: Attributes) -> None:
+        if a.group == "" and a.plural == "namespaces":
+            # kube's requests name the namespace itself as their namespace, except a create's
+            namespace = a.namespace if a.operation == CREATE else (a.namespace or a.name)
+            response = await self.admission.validate_namespace(a.operation, namespace, a.subresource, a.obj, a.old,
+                                                               self._list_pods)
+        elif a.group == "" and a.plural == "pods":
+            if a.subresource in IGNORED_POD_SUBRESOURCES:
+                return
+            response = self.admission.pod_preamble(a.namespace, a.user.name) or self.admission.validate_pod(
+                a.operation, a.subresource, a.name, a.namespace, a.user.name, await self._namespace(a.namespace),
+                a.obj, a.old)
+        else:
+            if a.subresource:
+                return
+            response = self.admission.pod_preamble(a.namespace, a.user.name) or \
+                self.admission.validate_pod_controller(a.group, a.plural, a.subresource, a.namespace, a.user.name,
+                                                       await self._namespace(a.namespace), a.obj)
+        _apply(a, response)
+
+
+    async def _namespace(self, name: str) -> Obj | None:
+        return await self.deps.objects.get("", "namespaces", "", name)
+
+    async def _list_pods(self, namespace: str) -> Sequence[Obj]:
+        return await self.deps.objects.list("", "pods", namespace)
+
+
+def _apply(a: Attributes, response: Response) -> None:
+    """The response as kube's plugin hands it on: warnings, prefixed audit annotations, the error."""
+    for w in response.warnings:
+        a.warn(w)
+    for key, value in response.audit_annotations.items():
+        a.annotate(api.AUDIT_ANNOTATION_PREFIX + key, value)
+    if not response.allowed and response.error is not None:
+        raise response.error
