@@ -40,6 +40,7 @@ from kapi.apis.customresources import custom_resources
 from kapi.chain.webhookclient import WebhookClient
 from kapi.controllers.crd import GROUP as CRD_GROUP, RESOURCE as CRD_RESOURCE, CRDController
 from kapi.controllers.namespace import NamespaceController
+from kapi.controllers.resourcequota import ResourceQuotaController
 from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.apfbootstrap import keep_apf_bootstrap
 from kapi.server.apiservices import keep_api_services
@@ -285,6 +286,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))
         await services.start(partial(supervise, "csr signing controller", csr_signing.run, restart=True))
+        await services.start(partial(supervise, "resourcequota controller",
+                                     ResourceQuotaController(registry, informers).run, restart=True))
         # An APIService per served group/version, CRDs' too (kube's autoregister and crdregistration).
         await services.start(partial(supervise, "apiservice registration", partial(keep_api_services, registry),
                                      restart=True))

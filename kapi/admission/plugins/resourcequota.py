@@ -1,10 +1,263 @@
-"""PLACEHOLDER: not built yet; its owner replaces this module."""
+"""ResourceQuota (kube's apiserver/pkg/admission/plugin/resourcequota): writes within the namespace's quotas.
+
+A create (and for services and persistentvolumeclaims an update, for pods a resize) is measured by
+its resource's evaluator (``kapi.admission.quota``) and checked against every quota of the
+namespace it falls in (the quota limits something the evaluator measures, and the object is in
+all its scopes): a pod without the cpu or memory a quota limits is refused ("failed quota: q: must
+specify ..."), a quota whose status does not yet say what is used refuses ("status unknown for
+quota"), and a write that would take usage past ``status.hard`` is refused with kube's "exceeded
+quota: q, requested: ..., used: ..., limited: ..."; all 403. An admitted write is charged at once:
+the quota's ``status.used`` is written with its resourceVersion (optimistic concurrency; on a
+conflict the quota is read again and the request checked again, three times, as kube). Dry-run
+requests are checked but not charged. The ResourceQuota controller (kapi.controllers.resourcequota)
+recalculates usage from the objects themselves: what admission charged for a write that then
+failed is given back there.
+
+Checks in one namespace run one at a time (kube's evaluator works a namespace's requests in
+turn), so two creates cannot both take the last unit. The quotas come from the shared informer;
+the status this plugin wrote last is used when the informer has not caught up with it yet (kube's
+updatedQuotas cache). The configuration (``ResourceQuotaConfiguration``, apiserver.config.k8s.io/v1,
+from --admission-control-config-file) may name ``limitedResources``: resources whose consumption
+needs a covering quota ("insufficient quota to consume: ...", "insufficient quota to match these
+scopes: ...").
+"""
 
 from __future__ import annotations
 
-from kapi.admission.plugin import Plugin
+from typing import Any
+
+import trio
+
+from kapi import errors
+from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
+from kapi.admission.quota.evaluators import Evaluator, Evaluators, scope_selectors
+from kapi.admission.quota.resources import (ResourceList, add, equals, less_than_or_equal, mask, negative,
+                                            parse_list, pretty_print, pretty_print_names, remove_zeros, render,
+                                            subtract_non_negative)
+from kapi.registry.admit import CREATE, UPDATE
+from kapi.registry.store import WriteOptions
+
+Obj = dict[str, Any]
+RETRIES = 3  # quota status writes tried again after a conflict (kube's checkQuotas)
+
+
+class QuotaRefused(Exception):
+    """A request a quota refuses (carries the error to answer with)."""
+
+    def __init__(self, error: errors.StatusError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _rv(obj: Obj) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _status_lists(quota: Obj) -> tuple[ResourceList, ResourceList]:
+    status = quota.get("status") or {}
+    return parse_list(status.get("hard")), parse_list(status.get("used"))
+
+
+def _go_requirement(req: Obj) -> str:
+    """A ScopedResourceSelectorRequirement as Go's %v prints it."""
+    return f"{{{req.get('scopeName', '')} {req.get('operator', '')} [{' '.join(req.get('values') or [])}]}}"
+
+
+def check_request(quotas: list[Obj], a: Attributes, evaluator: Evaluator,
+                  limited: list[Obj] | None = None) -> list[Obj]:
+    """kube's CheckRequest: the quotas as they would be with this request charged (copies; the ones
+    unchanged are the same objects). Raises ``QuotaRefused``."""
+    if not evaluator.handles(a.operation, a.subresource):
+        return quotas
+    obj = a.obj or {}
+    limited = limited or []
+    mine = [lr for lr in limited if (lr.get("apiGroup") or "") == a.group and lr.get("resource") == a.plural]
+    limited_scopes = [sel for lr in limited for sel in (lr.get("matchScopes") or ())
+                      if isinstance(sel, dict) and evaluator.matches_scope(sel, obj)]
+    limited_names: set[str] = set()
+    if mine:
+        usage = evaluator.usage(obj)
+        for lr in mine:
+            for key, value in usage.items():
+                if value.value > 0 and any(c in key for c in lr.get("matchContains") or ()):
+                    limited_names.add(key)
+
+    interesting: list[int] = []
+    restricted_names: set[str] = set()
+    restricted_scopes: list[Obj] = []
+    for i, q in enumerate(quotas):
+        selectors = scope_selectors(q)
+        restricted_scopes += [sel for sel in selectors if evaluator.matches_scope(sel, obj)]
+        if not evaluator.matches(q, obj):
+            continue
+        hard, used = _status_lists(q)
+        restricted = evaluator.matching_resources(hard)
+        name = q["metadata"]["name"]
+        problem = evaluator.constraints(restricted, obj)
+        if problem:
+            raise QuotaRefused(forbidden(a, f"failed quota: {name}: {problem}"))
+        if any(r not in used for r in restricted if r in hard):
+            raise QuotaRefused(forbidden(a, f"status unknown for quota: {name}, resources: "
+                                            f"{pretty_print_names(restricted)}"))
+        interesting.append(i)
+        restricted_names.update(restricted)
+
+    input_usage = evaluator.usage(obj)
+    bad = negative(input_usage)
+    if bad:
+        raise QuotaRefused(forbidden(a, f"quota usage is negative for resource(s): {pretty_print_names(bad)}"))
+    deltas: dict[int, ResourceList] = {i: input_usage for i in interesting}
+    delta_no_quota: ResourceList = input_usage if a.operation == CREATE and not interesting else {}
+    if a.operation == UPDATE:
+        old = a.old
+        if old is None:
+            raise QuotaRefused(forbidden(a, "unable to get previous usage since prior version of object was not found"))
+        if (old.get("metadata") or {}).get("resourceVersion"):
+            delta = subtract_non_negative(input_usage, evaluator.usage(old))
+            if not interesting:
+                delta_no_quota = delta
+            for i in interesting:
+                if evaluator.matches(quotas[i], old):
+                    deltas[i] = delta
+        elif not interesting:
+            delta_no_quota = input_usage
+    deltas = {i: d for i, d in ((i, remove_zeros(d)) for i, d in deltas.items()) if d}
+    if interesting:
+        if not deltas:
+            return quotas
+    elif not remove_zeros(delta_no_quota):
+        return quotas
+
+    uncovered = sorted(limited_names - restricted_names)
+    if uncovered:
+        raise QuotaRefused(forbidden(a, f"insufficient quota to consume: {','.join(uncovered)}"))
+    covered = {sel.get("scopeName") for sel in restricted_scopes}
+    scopes_uncovered = [sel for sel in limited_scopes if sel.get("scopeName") not in covered]
+    if scopes_uncovered:
+        raise QuotaRefused(errors.StatusError("insufficient quota to match these scopes: "
+                                              f"[{' '.join(_go_requirement(s) for s in scopes_uncovered)}]",
+                                              reason=""))
+    if not interesting:
+        return quotas
+
+    out = list(quotas)
+    for i in interesting:
+        delta = deltas.get(i)
+        if delta is None:
+            continue
+        q = quotas[i]
+        hard, used = _status_lists(q)
+        requested = mask(delta, hard)
+        new_used = add(used, requested)
+        if a.subresource != "status":
+            allowed, exceeded = less_than_or_equal(mask(new_used, requested), hard)
+            if not allowed:
+                raise QuotaRefused(forbidden(
+                    a, f"exceeded quota: {q['metadata']['name']}, requested: {pretty_print(mask(requested, exceeded))}, "
+                       f"used: {pretty_print(mask(used, exceeded))}, limited: {pretty_print(mask(hard, exceeded))}"))
+        copy = {**q, "metadata": dict(q["metadata"]), "status": {**(q.get("status") or {}), "used": render(new_used)}}
+        out[i] = copy
+    return out
 
 
 class ResourceQuota(Plugin):
     name = "ResourceQuota"
-    resources = frozenset()  # PLACEHOLDER: acts on nothing yet
+    operations = frozenset((CREATE, UPDATE))
+
+    def __init__(self, deps: PluginDeps) -> None:
+        super().__init__(deps)
+        deps.objects.watch("", "resourcequotas")
+        self.evaluators = Evaluators()
+        config = deps.configuration.get(self.name) or {}
+        self.limited: list[Obj] = [lr for lr in config.get("limitedResources") or () if isinstance(lr, dict)]
+        self._locks: dict[str, trio.Lock] = {}
+        # The quotas this plugin wrote last, by (namespace, name): newer than the informer's for a moment.
+        self._written: dict[tuple[str, str], Obj] = {}
+
+    def interested(self, operation: str, group: str, resource: str) -> bool:
+        if operation not in self.operations:
+            return False
+        evaluator = self.evaluators.get(group, resource)
+        return evaluator is not None and (evaluator.handles(operation, "") or
+                                          evaluator.handles(operation, "resize"))
+
+    async def validate(self, a: Attributes) -> None:
+        if a.subresource and not (a.group == "" and a.plural == "pods" and a.subresource == "resize"):
+            return
+        if not a.namespace:
+            return
+        evaluator = self.evaluators.get(a.group, a.plural)
+        if evaluator is None or not evaluator.handles(a.operation, a.subresource):
+            return
+        quotas = await self._quotas(a.namespace)
+        if not quotas and not self.limited:
+            return
+        if a.obj is not None and not (a.obj.get("metadata") or {}).get("namespace"):
+            a.obj.setdefault("metadata", {})["namespace"] = a.namespace
+        lock = self._locks.setdefault(a.namespace, trio.Lock())
+        async with lock:
+            try:
+                await self._check(a, evaluator, await self._quotas(a.namespace))
+            except QuotaRefused as refused:
+                raise refused.error from None
+            finally:
+                if not lock.statistics().tasks_waiting:
+                    self._locks.pop(a.namespace, None)
+
+    async def _quotas(self, namespace: str) -> list[Obj]:
+        quotas = await self.deps.objects.list("", "resourcequotas", namespace)
+        out = []
+        for q in quotas:
+            written = self._written.get((namespace, q["metadata"]["name"]))
+            if written is not None:
+                if _rv(written) > _rv(q) and written["metadata"].get("uid") == q["metadata"].get("uid"):
+                    q = written
+                else:
+                    self._written.pop((namespace, q["metadata"]["name"]), None)
+            out.append(q)
+        return out
+
+    async def _check(self, a: Attributes, evaluator: Evaluator, quotas: list[Obj]) -> None:
+        res = self.deps.objects.resource("", "resourcequotas")
+        assert res is not None
+        last: errors.StatusError | None = None
+        for attempt in range(RETRIES + 1):
+            updated = check_request(quotas, a, evaluator, self.limited)
+            if a.dry_run:
+                return
+            failed: list[str] = []
+            for before, after in zip(quotas, updated):
+                if after is before or equals(parse_list((before.get("status") or {}).get("used")),
+                                             parse_list((after.get("status") or {}).get("used"))):
+                    continue
+                md = after["metadata"]
+                try:
+                    written, _ = await self.deps.registry.update(res, md["namespace"], md["name"], after,
+                                                                 WriteOptions(), subresource="status")
+                except (errors.Conflict, errors.Invalid) as exc:
+                    failed.append(md["name"])
+                    last = exc
+                    continue
+                except errors.NotFound:
+                    continue  # gone meanwhile: it limits nothing any more
+                self._written[(md["namespace"], md["name"])] = written
+            if not failed:
+                return
+            if attempt == RETRIES:
+                break
+            quotas = []  # the quotas whose write failed, read again from storage
+            for name in failed:
+                try:
+                    quotas.append(await self.deps.registry.get(res, a.namespace, name))
+                except errors.NotFound:
+                    pass
+            if not quotas:
+                return
+        assert last is not None
+        raise last
+
+
+__all__ = ["QuotaRefused", "ResourceQuota", "check_request"]
