@@ -294,8 +294,6 @@ def _selinux_options_1_31(meta: Obj, spec: Obj) -> CheckResult:
 
 
 def _proc_mount_1_0(meta: Obj, spec: Obj) -> CheckResult:
-    # The relaxation for user-namespaced pods (hostUsers: false) is behind the
-    # UserNamespacesPodSecurityStandards feature gate, off in 1.33.
     bad: list[str] = []
     types: set[str] = set()
     for c in containers(spec):
@@ -591,11 +589,27 @@ def _next_minor(v: Version) -> Version:
     return v if v.latest else version(v.major, v.minor + 1)
 
 
-class Evaluator:
-    """The checks of every level and version, laid out once (kube's ``checkRegistry``)."""
+# The checks a pod in a user namespace (spec.hostUsers: false) passes when the
+# UserNamespacesPodSecurityStandards feature gate is on (off by default in 1.33).
+RELAXED_FOR_USER_NAMESPACES: Final = frozenset(("procMount", "runAsNonRoot", "runAsUser"))
 
-    def __init__(self, checks: tuple[Check, ...] = DEFAULT_CHECKS) -> None:
+
+def _relaxed(check: CheckFn) -> CheckFn:
+    def user_namespace_exempt(meta: Obj, spec: Obj) -> CheckResult:
+        return ALLOWED if spec.get("hostUsers") is False else check(meta, spec)
+    return user_namespace_exempt
+
+
+class Evaluator:
+    """The checks of every level and version, laid out once (kube's ``checkRegistry``).
+    ``relax_user_namespace_pods``: the UserNamespacesPodSecurityStandards feature gate."""
+
+    def __init__(self, checks: tuple[Check, ...] = DEFAULT_CHECKS, *, relax_user_namespace_pods: bool = False) -> None:
         _validate(checks)
+        if relax_user_namespace_pods:
+            checks = tuple(Check(c.id, c.level, tuple(VersionedCheck(vc.minimum, _relaxed(vc.check), vc.overrides)
+                                                      for vc in c.versions))
+                           if c.id in RELAXED_FOR_USER_NAMESPACES else c for c in checks)
         self.max_version = max(c.versions[-1].minimum for c in checks)
         self.baseline: dict[Version, tuple[CheckFn, ...]] = {}
         self.restricted: dict[Version, tuple[CheckFn, ...]] = {}
