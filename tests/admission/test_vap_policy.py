@@ -190,3 +190,214 @@ async def test_audit_annotations_recorded(api: Api) -> None:
         {"message": "too <many>", "policy": "audited", "binding": "audit", "expressionIndex": 0,
          "validationActions": ["Audit"]}]
     assert "\\u003cmany\\u003e" in notes[VALIDATION_FAILURE_KEY]  # encoding/json's escaping
+
+
+PARAM_KIND = {"apiVersion": "v1", "kind": "ConfigMap"}
+
+
+async def test_params_by_name_and_selector(api: Api) -> None:
+    await api.create(CMS, configmap("limits", {"max": "3"}))
+    await api.create(CMS, configmap("sel-a", {"max": "4"}, labels={"tier": "x"}))
+    await api.create(CMS, configmap("sel-b", {"max": "2"}, labels={"tier": "x"}))
+    p = policy("params", [{"expression": "object.spec.replicas <= int(params.data.max)",
+                           "messageExpression": "'at most ' + params.data.max + ' (' + params.metadata.name + ', '"
+                                                " + params.kind + ')'"}], paramKind=PARAM_KIND)
+    await install(api, p, binding("by-name", "params", paramRef={"name": "limits", "namespace": "default",
+                                                                 "parameterNotFoundAction": "Deny"}))
+    r = await until(api, "POST", DEPLOYS, deployment(replicas=4), 422)
+    assert r.json()["message"].endswith("binding 'by-name' denied request: at most 3 (limits, ConfigMap)")
+    assert (await api.create(DEPLOYS, deployment(replicas=3))).status == 201
+    # a selector evaluates once per param selected: the first denial answers
+    r = await api.create(f"{AR}/validatingadmissionpolicybindings", binding(
+        "by-selector", "params", paramRef={"selector": {"matchLabels": {"tier": "x"}},
+                                           "parameterNotFoundAction": "Allow"}))
+    assert r.status == 201
+    r = await until(api, "POST", DEPLOYS, deployment("two", replicas=3), 422)
+    assert r.json()["message"].endswith("binding 'by-selector' denied request: at most 2 (sel-b, ConfigMap)")
+
+
+async def test_param_not_found_actions(api: Api) -> None:
+    p = policy("params", [{"expression": "false", "message": "evaluated"}], paramKind=PARAM_KIND)
+    await install(api, p, [binding("deny-missing", "params", paramRef={
+        "name": "absent", "parameterNotFoundAction": "Deny"})])
+    r = await until(api, "POST", DEPLOYS, deployment(), 422)
+    assert r.json()["message"] == (
+        'deployments.apps "web" is forbidden: ValidatingAdmissionPolicy \'params\' with binding \'deny-missing\' '
+        "denied request: failed to configure binding: no params found for policy binding with `Deny` "
+        "parameterNotFoundAction")
+    r = await api.request("DELETE", f"{AR}/validatingadmissionpolicybindings/deny-missing")
+    assert r.status == 200
+    r = await api.create(f"{AR}/validatingadmissionpolicybindings", binding(
+        "allow-missing", "params", paramRef={"name": "absent", "parameterNotFoundAction": "Allow"}))
+    assert r.status == 201
+    r = await until(api, "POST", DEPLOYS, deployment(), 201)
+    assert r.status == 201  # no param: the policy is not evaluated
+    # the param appears: it is evaluated
+    await api.create(CMS, configmap("absent"))
+    r = await until(api, "POST", DEPLOYS, deployment("later"), 422)
+    assert r.json()["message"].endswith("denied request: evaluated")
+
+
+async def test_param_kind_not_served_is_a_configuration_error(api: Api) -> None:
+    p = policy("nokind", [{"expression": "true"}], paramKind={"apiVersion": "example.com/v1", "kind": "Nope"})
+    await install(api, p, binding("b", "nokind", paramRef={"name": "x", "parameterNotFoundAction": "Allow"}))
+    r = await until(api, "POST", DEPLOYS, deployment(), 422)
+    assert r.json()["message"] == (
+        'deployments.apps "web" is forbidden: ValidatingAdmissionPolicy \'nokind\' denied request: failed to '
+        "configure policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=Nope'")
+    # failurePolicy Ignore: the configuration error admits
+    r = await api.request("GET", f"{AR}/validatingadmissionpolicies/nokind")
+    got = r.json()
+    got["spec"]["failurePolicy"] = "Ignore"
+    assert (await api.request("PUT", f"{AR}/validatingadmissionpolicies/nokind", got)).status == 200
+    r = await until(api, "POST", DEPLOYS, deployment(), 201)
+    assert r.status == 201
+
+
+async def test_match_conditions_and_variables(api: Api) -> None:
+    p = policy("cond", [{"expression": "variables.replicas <= variables.limit",
+                         "messageExpression": "'replicas ' + string(variables.replicas) + ' > ' + "
+                                              "string(variables.limit)"}],
+               matchConditions=[{"name": "not-exempt",
+                                 "expression": "!('exempt' in object.metadata.labels)"},
+                                {"name": "has-labels", "expression": "has(object.metadata.labels)"}],
+               variables=[{"name": "replicas", "expression": "object.spec.replicas"},
+                          {"name": "limit", "expression": "variables.replicas > 100 ? 1000 : 2"}])
+    await install(api, p, binding("b", "cond"))
+    r = await until(api, "POST", DEPLOYS, deployment(replicas=3, labels={"a": "b"}), 422)
+    assert r.json()["message"].endswith("denied request: replicas 3 > 2")
+    r = await api.create(DEPLOYS, deployment("exempt", replicas=3, labels={"exempt": "yes"}))
+    assert r.status == 201  # a false match condition: not evaluated
+    r = await api.create(DEPLOYS, deployment("big", replicas=300, labels={"a": "b"}))
+    assert r.status == 201
+
+
+async def test_match_condition_error_follows_failure_policy(api: Api) -> None:
+    p = policy("mc", [{"expression": "false", "message": "validated"}],
+               matchConditions=[{"name": "boom", "expression": "object.metadata.annotations['missing'] == 'x'"}])
+    await install(api, p, binding("b", "mc"))
+    r = await until(api, "POST", DEPLOYS, deployment(), 422)
+    assert r.json()["message"].endswith(
+        "denied request: expression 'object.metadata.annotations['missing'] == 'x'' resulted in error: "
+        "no such key: annotations")
+    got = (await api.request("GET", f"{AR}/validatingadmissionpolicies/mc")).json()
+    got["spec"]["failurePolicy"] = "Ignore"
+    assert (await api.request("PUT", f"{AR}/validatingadmissionpolicies/mc", got)).status == 200
+    r = await until(api, "POST", DEPLOYS, deployment(), 201)
+    assert r.status == 201  # an erroring condition under Ignore: not matched
+
+
+async def test_evaluation_error_and_failure_policy(api: Api) -> None:
+    p = policy("err", [{"expression": "object.spec.missing > 1"}, {"expression": "true"}])
+    await install(api, p, binding("b", "err"))
+    r = await until(api, "POST", DEPLOYS, deployment(), 422)
+    assert r.json()["message"].endswith(
+        "with binding 'b' denied request: expression 'object.spec.missing > 1' resulted in error: no such key: missing")
+    got = (await api.request("GET", f"{AR}/validatingadmissionpolicies/err")).json()
+    got["spec"]["failurePolicy"] = "Ignore"
+    assert (await api.request("PUT", f"{AR}/validatingadmissionpolicies/err", got)).status == 200
+    r = await until(api, "POST", DEPLOYS, deployment(), 201)
+    assert r.status == 201
+
+
+async def test_request_namespace_object_old_object(api: Api) -> None:
+    r = await api.request("GET", "/api/v1/namespaces/default")
+    ns = r.json()
+    ns["metadata"].setdefault("labels", {})["env"] = "prod"
+    assert (await api.request("PUT", "/api/v1/namespaces/default", ns)).status == 200
+    p = policy("ctx", [
+        {"expression": "namespaceObject.metadata.labels['env'] != 'prod' || object.spec.replicas >= 2",
+         "message": "prod needs 2 replicas"},
+        {"expression": "request.operation != 'UPDATE' || object.spec.replicas >= oldObject.spec.replicas",
+         "messageExpression": "'no scaling down by ' + request.userInfo.username + ' in ' + request.namespace"},
+        {"expression": "request.kind.kind == 'Deployment' && request.resource.resource == 'deployments'"
+                       " && (request.operation != 'CREATE' || oldObject == null)"},
+    ])
+    await install(api, p, binding("b", "ctx"))
+    r = await until(api, "POST", DEPLOYS, deployment(replicas=1), 422)
+    assert r.json()["message"].endswith("denied request: prod needs 2 replicas")
+    r = await api.create(DEPLOYS, deployment(replicas=3))
+    assert r.status == 201, r.body
+    got = r.json()
+    got["spec"]["replicas"] = 2
+    r = await api.request("PUT", f"{DEPLOYS}/web", got)
+    assert r.status == 422
+    assert r.json()["message"].endswith("denied request: no scaling down by kapi-admin in default")
+
+
+async def test_binding_match_resources_narrow_the_policy(api: Api) -> None:
+    p = policy("narrow", [{"expression": "false", "message": "no"}])
+    await install(api, p, binding("b", "narrow", matchResources={
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-public"}}}))
+    r = await api.create("/apis/apps/v1/namespaces/kube-public/deployments?dryRun=All", deployment())
+    for _ in range(400):
+        if r.status == 422:
+            break
+        await trio.sleep(0.005)
+        r = await api.create("/apis/apps/v1/namespaces/kube-public/deployments?dryRun=All", deployment())
+    assert r.status == 422
+    assert (await api.create(DEPLOYS, deployment())).status == 201  # default is not selected
+
+
+async def test_policies_never_judge_policies(api: Api) -> None:
+    every = {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["*"], "resources": ["*"]}]}
+    p = policy("all", [{"expression": "false", "message": "nothing"}], matchConstraints=every)
+    await install(api, p, binding("b", "all"))
+    r = await until(api, "POST", CMS, configmap("x"), 422)
+    assert r.status == 422
+    # the policy can still be changed and removed
+    r = await api.create(f"{AR}/validatingadmissionpolicybindings", binding("b2", "all"))
+    assert r.status == 201
+    assert (await api.request("DELETE", f"{AR}/validatingadmissionpolicybindings/b2")).status == 200
+    assert (await api.request("DELETE", f"{AR}/validatingadmissionpolicies/all")).status == 200
+    r = await until(api, "POST", CMS, configmap("x"), 201)
+    assert r.status == 201
+
+
+async def test_authorizer_checks(api: Api) -> None:
+    p = policy("authz", [
+        {"expression": "authorizer.group('apps').resource('deployments').namespace('default').check('delete')"
+                       ".allowed()", "message": "must be able to delete"},
+        {"expression": "authorizer.requestResource.check('create').allowed()"},
+        {"expression": "!authorizer.serviceAccount('default', 'nobody').group('').resource('secrets')"
+                       ".check('get').allowed()", "message": "service account check"},
+    ])
+    await install(api, p, binding("b", "authz"))
+    # AlwaysAllow: the first two pass, the service account's check is allowed too, so the third fails
+    r = await until(api, "POST", DEPLOYS, deployment(), 422)
+    assert r.json()["message"].endswith("denied request: service account check")
+
+
+async def test_authorizer_with_rbac(nursery: trio.Nursery, tmp_path: Any) -> None:
+    """The authorizer variable asks the server's authorizer, as the requesting user."""
+    from tests.api.conftest import serve_with_informers
+    rbac = await serve_with_informers(nursery, tmp_path, ("RBAC",), 'bob-token,bob,uid-b,"devs"\n'
+                                                                     'carol-token,carol,uid-c,"devs"\n')
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "deployers"},
+            "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create", "get", "list"]}]}
+    rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "deployers"},
+          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployers"},
+          "subjects": [{"kind": "Group", "name": "devs", "apiGroup": "rbac.authorization.k8s.io"}]}
+    deleters = {**role, "metadata": {"name": "deleters"},
+                "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["delete"]}]}
+    drb = {**rb, "metadata": {"name": "deleters"}, "roleRef": {**rb["roleRef"], "name": "deleters"},
+           "subjects": [{"kind": "User", "name": "carol", "apiGroup": "rbac.authorization.k8s.io"}]}
+    for path, body in (("roles", role), ("rolebindings", rb), ("roles", deleters), ("rolebindings", drb)):
+        r = await rbac.create(f"/apis/rbac.authorization.k8s.io/v1/namespaces/default/{path}", body)
+        assert r.status == 201, r.body
+    p = policy("authz", [{
+        "expression": "authorizer.group('apps').resource('deployments').namespace(request.namespace)"
+                      ".check('delete').allowed()",
+        "messageExpression": "'only users who may delete deployments may create them'"}])
+    await install(rbac, p, binding("b", "authz"))
+    hdr_bob = {"authorization": "Bearer bob-token"}
+    hdr_carol = {"authorization": "Bearer carol-token"}
+    for _ in range(400):
+        r = await rbac.request("POST", f"{DEPLOYS}?dryRun=All", deployment(), token=None, headers=hdr_bob)
+        if r.status == 422:
+            break
+        await trio.sleep(0.005)
+    assert r.status == 422, r.body
+    assert r.json()["message"].endswith("denied request: only users who may delete deployments may create them")
+    r = await rbac.request("POST", DEPLOYS, deployment(), token=None, headers=hdr_carol)
+    assert r.status == 201, r.body
