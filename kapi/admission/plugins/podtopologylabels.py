@@ -1,4 +1,8 @@
-"""PLACEHOLDER: not built yet; its owner replaces this module."""
+"""PodTopologyLabels (kube's plugin/pkg/admission/podtopologylabels).
+
+In kube 1.33 it is behind the PodTopologyLabelsAdmission feature gate (alpha, off): on by default
+in the plugin list, it copies nothing. kapi serves 1.33's defaults, so it is accepted and inert.
+"""
 
 from __future__ import annotations
 
@@ -7,4 +11,7 @@ from kapi.admission.plugin import Plugin
 
 class PodTopologyLabels(Plugin):
     name = "PodTopologyLabels"
-    resources = frozenset()  # PLACEHOLDER: acts on nothing yet
+    resources = frozenset()  # the feature gate is off in kube 1.33: it acts on nothing
+
+
+__all__ = ["PodTopologyLabels"]
