@@ -30,14 +30,14 @@ Obj = dict[str, Any]
 NS = "default"
 
 
-@pytest.fixture
-async def api(nursery: trio.Nursery) -> AsyncIterator[Api]:
+async def serve_quota_api(nursery: trio.Nursery, **config: Any) -> Api:
+    """The app with its informers, admission (the default plugins) and the quota controller running."""
     storage = MemoryStorage()
     await nursery.start(storage.run)
     registry = Registry(storage, ResourceTable(BUILTIN))
     informers = Informers(registry)
-    app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysAllow",)), registry, TOKEN,
-                    Health(ready=True), informers)
+    app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysAllow",), **config), registry,
+                    TOKEN, Health(ready=True), informers)
     namespaces = NamespaceController(registry)
     await bootstrap(registry, namespaces)
     await nursery.start(namespaces.run)
@@ -46,7 +46,12 @@ async def api(nursery: trio.Nursery) -> AsyncIterator[Api]:
     assert app.handlers.admission is not None
     await nursery.start(app.handlers.admission.run)
     await nursery.start(controller.run)
-    yield Api(app, registry)
+    return Api(app, registry)
+
+
+@pytest.fixture
+async def api(nursery: trio.Nursery) -> AsyncIterator[Api]:
+    yield await serve_quota_api(nursery)
 
 
 async def make_quota(api: Api, name: str, hard: dict[str, str], ns: str = NS, **spec: Any) -> Obj:

@@ -163,6 +163,31 @@ def check_request(quotas: list[Obj], a: Attributes, evaluator: Evaluator,
     return out
 
 
+_CONFIG_VERSIONS = ("apiserver.config.k8s.io/v1", "apiserver.config.k8s.io/v1alpha1",
+                    "resourcequota.admission.k8s.io/v1beta1", "resourcequota.admission.k8s.io/v1alpha1")
+
+
+def _limited_resources(config: Obj) -> list[Obj]:
+    """The ``limitedResources`` of a ResourceQuotaConfiguration, checked as kube's ValidateConfiguration
+    (a wrong one stops the server: ``AdmissionConfigError``)."""
+    from kapi.admission.chain import AdmissionConfigError
+
+    if not config:
+        return []
+    if config.get("kind") != "ResourceQuotaConfiguration" or config.get("apiVersion") not in _CONFIG_VERSIONS:
+        raise AdmissionConfigError(f"ResourceQuota: unexpected configuration {config.get('apiVersion')!r}, "
+                                   f"kind {config.get('kind')!r} (want ResourceQuotaConfiguration, "
+                                   "apiserver.config.k8s.io/v1)")
+    entries = config.get("limitedResources") or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise AdmissionConfigError("ResourceQuota: limitedResources: must be a list of objects")
+    problems = [f"limitedResources[{i}].resource: Required value" for i, e in enumerate(entries)
+                if not e.get("resource")]
+    if problems:
+        raise AdmissionConfigError(", ".join(problems) if len(problems) == 1 else f"[{', '.join(problems)}]")
+    return entries
+
+
 class ResourceQuota(Plugin):
     name = "ResourceQuota"
     operations = frozenset((CREATE, UPDATE))
@@ -171,8 +196,7 @@ class ResourceQuota(Plugin):
         super().__init__(deps)
         deps.objects.watch("", "resourcequotas")
         self.evaluators = Evaluators()
-        config = deps.configuration.get(self.name) or {}
-        self.limited: list[Obj] = [lr for lr in config.get("limitedResources") or () if isinstance(lr, dict)]
+        self.limited = _limited_resources(deps.configuration.get(self.name) or {})
         self._locks: dict[str, trio.Lock] = {}
         # The quotas this plugin wrote last, by (namespace, name): newer than the informer's for a moment.
         self._written: dict[tuple[str, str], Obj] = {}
