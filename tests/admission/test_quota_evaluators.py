@@ -76,6 +76,14 @@ def test_pod_usage_with_sidecars() -> None:
     assert str(PodEvaluator().usage(pod)["requests.cpu"]) == "450m"
 
 
+def test_pod_being_resized_counts_the_larger_of_spec_and_status() -> None:
+    pod = _pod(_c("a", {"cpu": "100m"}, {"cpu": "1"}))
+    pod["status"] = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "300m"},
+                                                                       "limits": {"cpu": "500m"}}}]}
+    usage = render(PodEvaluator().usage(pod))
+    assert usage["requests.cpu"] == "300m" and usage["limits.cpu"] == "1"
+
+
 def test_terminal_and_expired_pods_count_only_as_objects() -> None:
     ev = PodEvaluator()
     done = _pod(_c("a", {"cpu": "1"}))

@@ -53,7 +53,8 @@ async def test_limited_resources_need_a_covering_quota(nursery: trio.Nursery, tm
         {"scopeName": "PriorityClass", "operator": "In", "values": ["system-cluster-critical"]}]})
     r = await create_pod(api, pod("critical", priorityClassName="system-cluster-critical"))
     assert r.status == 403  # the memory quota now limits every pod's memory: it must say its own
-    assert r.json()["message"] == 'pods "critical" is forbidden: failed quota: memory: must specify requests.memory for: app'
+    assert r.json()["message"] == ('pods "critical" is forbidden: failed quota: memory: must specify '
+                                   'requests.memory for: app')
     body = pod("critical", memory="1Mi", priorityClassName="system-cluster-critical")
     assert (await create_pod(api, body)).status == 201
     r = await api.request("GET", f"/api/v1/namespaces/{NS}/resourcequotas/critical")

@@ -156,7 +156,8 @@ def check_request(quotas: list[Obj], a: Attributes, evaluator: Evaluator,
             allowed, exceeded = less_than_or_equal(mask(new_used, requested), hard)
             if not allowed:
                 raise QuotaRefused(forbidden(
-                    a, f"exceeded quota: {q['metadata']['name']}, requested: {pretty_print(mask(requested, exceeded))}, "
+                    a, f"exceeded quota: {q['metadata']['name']}, "
+                       f"requested: {pretty_print(mask(requested, exceeded))}, "
                        f"used: {pretty_print(mask(used, exceeded))}, limited: {pretty_print(mask(hard, exceeded))}"))
         copy = {**q, "metadata": dict(q["metadata"]), "status": {**(q.get("status") or {}), "used": render(new_used)}}
         out[i] = copy

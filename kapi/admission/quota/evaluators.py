@@ -253,12 +253,20 @@ def _max_into(acc: ResourceList, other: Mapping[str, Quantity]) -> None:
 
 def _pod_resources(pod: Obj, which: int) -> ResourceList:
     """kube's resourcehelper.PodRequests (which=0) / PodLimits (which=1): the containers' sum, at
-    least each init container's (plus the sidecars started before it), plus the overhead."""
+    least each init container's (plus the sidecars started before it), plus the overhead. A
+    container being resized (InPlacePodVerticalScaling) counts the larger of what its spec asks
+    and what its status says it has."""
     spec = pod.get("spec") or {}
+    statuses = {cs.get("name"): cs for cs in (pod.get("status") or {}).get("containerStatuses") or ()
+                if isinstance(cs, dict) and isinstance(cs.get("resources"), dict)}
     total: ResourceList = {}
     for c in spec.get("containers") or ():
         if isinstance(c, dict):
-            total = add(total, _container_lists(c)[which])
+            own = dict(_container_lists(c)[which])
+            cs = statuses.get(c.get("name"))
+            if cs is not None:
+                _max_into(own, parse_list(cs["resources"].get("limits" if which else "requests")))
+            total = add(total, own)
     sidecars: ResourceList = {}
     init_max: ResourceList = {}
     for c in spec.get("initContainers") or ():
