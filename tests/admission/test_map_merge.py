@@ -1,0 +1,102 @@
+"""The structured merge of an apply configuration into an object (kapi.object.managedfields.merge), and
+the rewrite of CEL's Object / JSONPatch initializers (kapi.admission.policy.mutating.rewrite)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from kapi.admission import cel
+from kapi.admission.policy.mutating import TYPE_KEY, rewrite
+from kapi.object.managedfields.merge import MergeError, atomic_paths, merge
+from kapi.object.schema import Schema, load_builtin
+
+DEPLOY = ("apps", "v1", "Deployment")
+
+
+@pytest.fixture(scope="module")
+def schema() -> Schema:
+    return load_builtin()
+
+
+def deployment() -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "labels": {"a": "1"}, "finalizers": ["x"]},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [
+                {"name": "a", "image": "i", "args": ["1", "2"], "ports": [{"containerPort": 80, "protocol": "TCP"}]},
+                {"name": "b", "image": "j"}]}}}}
+
+
+def test_list_map_items_merge_by_key_in_the_patch_order(schema: Schema) -> None:
+    live = deployment()
+    before = copy.deepcopy(live)
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "k"}, {"name": "a", "image": "i2"}]}}}}
+    out = merge(schema, DEPLOY, live, patch)
+    containers = out["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["c", "a", "b"]
+    assert containers[1] == {"name": "a", "image": "i2", "args": ["1", "2"],
+                             "ports": [{"containerPort": 80, "protocol": "TCP"}]}
+    assert live == before  # inputs untouched
+
+
+def test_maps_sets_atomics_and_scalars(schema: Schema) -> None:
+    patch = {"metadata": {"labels": {"b": "2"}, "finalizers": ["y", "x"]}, "spec": {"replicas": 3, "template": {
+        "spec": {"containers": [{"name": "a", "args": ["9"], "ports": [{"containerPort": 81, "protocol": "TCP"}]}]}}}}
+    out = merge(schema, DEPLOY, deployment(), patch)
+    assert out["metadata"]["labels"] == {"a": "1", "b": "2"}
+    assert out["metadata"]["finalizers"] == ["y", "x"]
+    assert out["spec"]["replicas"] == 3
+    a = out["spec"]["template"]["spec"]["containers"][0]
+    assert a["args"] == ["9"]  # atomic: replaced
+    assert a["ports"] == [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 81, "protocol": "TCP"}]
+    out = merge(schema, DEPLOY, deployment(), {"metadata": {"finalizers": ["z"]}})
+    assert out["metadata"]["finalizers"] == ["x", "z"]  # a set: union, the object's first
+
+
+def test_free_form_and_unknown_kinds(schema: Schema) -> None:
+    live = {"apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t", "labels": {"a": "1"}},
+            "spec": {"list": [1, 2], "map": {"k": 1}}}
+    patch = {"metadata": {"labels": {"b": "2"}}, "spec": {"list": [3], "map": {"j": 2}, "new": True}}
+    out = merge(schema, ("x.io", "v1", "Thing"), live, patch)
+    assert out["spec"] == {"list": [3], "map": {"k": 1, "j": 2}, "new": True}
+    assert out["metadata"]["labels"] == {"a": "1", "b": "2"}
+
+
+def test_list_map_errors(schema: Schema) -> None:
+    with pytest.raises(MergeError, match="omits key field 'name'"):
+        merge(schema, DEPLOY, deployment(), {"spec": {"template": {"spec": {"containers": [{"image": "x"}]}}}})
+    with pytest.raises(MergeError, match="duplicate entries for key"):
+        merge(schema, DEPLOY, deployment(), {"spec": {"template": {"spec": {"containers": [
+            {"name": "q"}, {"name": "q"}]}}}})
+
+
+def test_atomic_paths(schema: Schema) -> None:
+    patch = {"spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"spec": {"containers": [
+        {"name": "a", "command": ["sh"]}, {"name": "b", "image": "x"}]}}}}
+    assert atomic_paths(schema, DEPLOY, patch) == [".spec.selector", ".spec.template.spec.containers[0].command"]
+    assert atomic_paths(schema, DEPLOY, {"metadata": {"labels": {"a": "b"}}}) == []
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Object{}", f'{{"{TYPE_KEY}": "Object"}}'),
+    ('Object{metadata: Object.metadata{labels: {"a": "b"}}}',
+     f'{{"{TYPE_KEY}": "Object", "metadata": {{"{TYPE_KEY}": "Object.metadata", "labels": {{"a": "b"}}}}}}'),
+    ("Object{?spec: optional.none()}", f'{{"{TYPE_KEY}": "Object", ?"spec": optional.none()}}'),
+    ('"Object{x: 1}"', '"Object{x: 1}"'),  # a string literal is left alone
+    ("object.Object{a: 1}", "object.Object{a: 1}"),  # not a type name after a dot
+    ('JSONPatch{op: "remove", path: "/a"}', f'{{"{TYPE_KEY}": "JSONPatch", "op": "remove", "path": "/a"}}'),
+])
+def test_rewrite(text: str, want: str) -> None:
+    assert rewrite(text) == want
+
+
+def test_rewritten_expressions_evaluate() -> None:
+    c = cel.compile_expression(rewrite(
+        'Object{spec: Object.spec{containers: object.spec.names.map(n, Object.spec.containers{name: n})}}'),
+        kind="any")
+    value = c.evaluate(cel.Activation(object={"spec": {"names": ["a", "b"]}}))
+    assert value["spec"]["containers"] == [{TYPE_KEY: "Object.spec.containers", "name": "a"},
+                                           {TYPE_KEY: "Object.spec.containers", "name": "b"}]
+    c = cel.compile_expression(rewrite('jsonpatch.escapeKey("a/b~c")'), kind="any")
+    assert c.evaluate(cel.Activation()) == "a~1b~0c"
