@@ -6,6 +6,7 @@ from typing import Final
 
 from kapi.errors import Cause
 from kapi.object.defaults import default_cron_job, default_job
+from kapi.object.defaults.batch import generate_job_selector
 from kapi.object.selectors import META_FIELDS, FieldLabels, int_value
 from kapi.object.validation import validate_cron_job, validate_cron_job_update, validate_job, validate_job_update
 from kapi.registry.resources import Resource
@@ -21,6 +22,10 @@ class JobStrategy(Strategy):
 
     def default(self, obj: Obj, old: Obj | None) -> None:
         default_job(obj, old)
+
+    def prepare_for_create(self, res: Resource, obj: Obj) -> None:
+        super().prepare_for_create(res, obj)
+        generate_job_selector(obj)
 
     def validate(self, obj: Obj) -> list[Cause]:
         return validate_job(obj)

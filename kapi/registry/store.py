@@ -464,6 +464,11 @@ class Registry:
             # Objects stored before they took Go's shape get it here too, so the comparisons below
             # (generation, no-op writes) see only what the client changed.
             go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
+            if opts.admission is not None and subresource != "scale":
+                # Admission sees the new object defaulted (kube decodes it so): the stored one is compared
+                # with it defaulted too, as kube decodes what it reads from storage with the defaults.
+                res.strategy.canonicalize(old)
+                res.strategy.default(old, old)
             mutated = mutate(copy.deepcopy(old))
             new = await mutated if inspect.isawaitable(mutated) else mutated
             if opts.admission is not None:

@@ -9,6 +9,7 @@ import pytest
 
 from kapi.apis import BUILTIN
 from kapi.object import defaults
+from kapi.object.defaults.batch import generate_job_selector
 from kapi.object.defaults import (default_cron_job, default_custom_resource_definition, default_daemon_set,
     default_deployment, default_job, default_namespace, default_node, default_persistent_volume,
     default_persistent_volume_claim, default_pod, default_role_binding, default_secret, default_service,
@@ -155,6 +156,7 @@ def test_job_defaults_and_generated_selector() -> None:
                 "spec": {"template": {"metadata": {"labels": {"app": "pi"}},
                                       "spec": {"restartPolicy": "Never",
                                                "containers": [{"name": "pi", "image": "perl"}]}}}}
+    generate_job_selector(job)  # the strategy's PrepareForCreate, before the defaults
     default_job(job, None)
     spec = job["spec"]
     assert (spec["completions"], spec["parallelism"], spec["backoffLimit"]) == (1, 1, 6)
@@ -168,6 +170,7 @@ def test_job_defaults_and_generated_selector() -> None:
     manual: Obj = {"metadata": {"name": "m", "uid": "u-2"},
                    "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}},
                             "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": []}}}}
+    generate_job_selector(manual)
     default_job(manual, None)
     assert manual["spec"]["selector"] == {"matchLabels": {"a": "b"}}
     assert manual["metadata"]["labels"] == {"a": "b"}  # SetDefaults_Job copies template labels

@@ -8,6 +8,7 @@ from typing import Any
 
 from kapi.errors import Cause
 from kapi.object import validation
+from kapi.object.defaults.batch import generate_job_selector
 from kapi.object.defaults import (default_cluster_role_binding, default_cron_job,
     default_custom_resource_definition, default_daemon_set, default_deployment, default_job,
     default_namespace, default_node, default_persistent_volume, default_persistent_volume_claim, default_pod,
@@ -41,6 +42,13 @@ def _update(default: Defaulter | None, check: Update, new: Obj, old: Obj) -> lis
     if default is not None:
         default(new, old)
     return check(new, old)
+
+
+def create_job(obj: Obj, old: Obj | None) -> None:
+    """A Job's create as its strategy makes it: the generated selector (PrepareForCreate), then the defaults."""
+    if old is None:
+        generate_job_selector(obj)
+    default_job(obj, old)
 
 
 def _pairs(causes: list[Cause]) -> list[tuple[str, str]]:
@@ -251,14 +259,14 @@ def _job(restart: str | None = "Never") -> Obj:
 
 
 def test_job_valid_and_restart_policy() -> None:
-    assert _create(default_job, validate_job, _job()) == []
-    assert _pairs(_create(default_job, validate_job, _job(restart=None))) == [
+    assert _create(create_job, validate_job, _job()) == []
+    assert _pairs(_create(create_job, validate_job, _job(restart=None))) == [
         ("spec.template.spec.restartPolicy", 'Required value: valid values: "OnFailure", "Never"')]
 
 
 def test_job_template_and_selector_immutable() -> None:
     old = _job()
-    default_job(old, None)
+    create_job(old, None)
     new = copy.deepcopy(old)
     new["spec"]["template"]["spec"]["containers"][0]["image"] = "other"
     new["spec"]["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": "1234", "x": "y"}}
@@ -272,7 +280,7 @@ def test_job_manual_selector_must_match() -> None:
     job = _job()
     job["spec"]["manualSelector"] = True
     job["spec"]["selector"] = {"matchLabels": {"a": "b"}}
-    assert _pairs(_create(default_job, validate_job, job)) == [
+    assert _pairs(_create(create_job, validate_job, job)) == [
         ("spec.template.metadata.labels",
          "Invalid value: map[string]string(nil): `selector` does not match template `labels`")]
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+import trio
+
 from kapi import errors
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
 from kapi.registry.admit import CREATE, DELETE
@@ -19,6 +21,10 @@ from kapi.registry.store import WriteOptions
 Obj = dict[str, Any]
 IMMORTAL_NAMESPACES: Final = frozenset(("default", "kube-system", "kube-public"))
 _ACCESS_REVIEWS: Final = frozenset((("authorization.k8s.io", "localsubjectaccessreviews"),))
+# A namespace deleted through this server is read from storage for this long (kube's forceLiveLookupTTL):
+# the informer may not have seen it terminate yet.
+FORCE_LIVE_LOOKUP_S: Final = 30.0
+_LIVE_LOOKUPS_MAX: Final = 10_000
 
 
 def _is_namespace(a: Attributes) -> bool:
@@ -31,16 +37,19 @@ class NamespaceLifecycle(Plugin):
     def __init__(self, deps: PluginDeps) -> None:
         super().__init__(deps)
         deps.objects.watch("", "namespaces")
+        self._live_until: dict[str, float] = {}  # namespace -> trio time its live lookups end
 
     async def admit(self, a: Attributes) -> None:
         if _is_namespace(a):
-            if a.operation == DELETE and a.name in IMMORTAL_NAMESPACES and not a.subresource:
-                raise errors.Forbidden(f'namespaces "{a.name}" is forbidden: this namespace may not be deleted',
-                                       name=a.name, kind="namespaces")
+            if a.operation == DELETE and not a.subresource:
+                if a.name in IMMORTAL_NAMESPACES:
+                    raise errors.Forbidden(f'namespaces "{a.name}" is forbidden: this namespace may not be deleted',
+                                           name=a.name, kind="namespaces")
+                self._force_live_lookup(a.name)
             return  # every other operation on namespaces is allowed
         if not a.namespace or a.operation == DELETE or (a.group, a.plural) in _ACCESS_REVIEWS:
             return
-        ns = await self.deps.objects.get("", "namespaces", "", a.namespace)
+        ns = await self._namespace(a.namespace)
         if ns is None:
             raise errors.not_found("namespaces", "", a.namespace)
         if a.operation == CREATE and _terminating(ns):
@@ -48,6 +57,31 @@ class NamespaceLifecycle(Plugin):
                             "terminated", causes=[errors.Cause(reason="NamespaceTerminating",
                                                                message=f"namespace {a.namespace} is being terminated",
                                                                field="metadata.namespace")])
+
+
+    def _force_live_lookup(self, name: str) -> None:
+        now = trio.current_time()
+        if len(self._live_until) >= _LIVE_LOOKUPS_MAX:
+            self._live_until = {k: t for k, t in self._live_until.items() if t > now}
+        if len(self._live_until) < _LIVE_LOOKUPS_MAX:
+            self._live_until[name] = now + FORCE_LIVE_LOOKUP_S
+
+    async def _namespace(self, name: str) -> Obj | None:
+        """The namespace from the informer, or from storage when it is missing there or was deleted a
+        moment ago through this server while the informer still has it active."""
+        objects = self.deps.objects
+        until = self._live_until.get(name)
+        if until is not None:
+            if until > trio.current_time():
+                res = objects.resource("", "namespaces")
+                if res is not None:
+                    try:
+                        return await self.deps.registry.get(res, "", name)
+                    except errors.NotFound:
+                        return None
+            else:
+                del self._live_until[name]
+        return await objects.get("", "namespaces", "", name)
 
 
 def _terminating(ns: Obj) -> bool:

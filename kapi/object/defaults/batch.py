@@ -35,20 +35,27 @@ def default_job(obj: Obj, old: Obj | None) -> None:
     if _unset(spec, "podReplacementPolicy"):
         spec["podReplacementPolicy"] = "Failed" if failure_policy is not None else "TerminatingOrFailed"
     _default_template(spec)
-    if old is None and spec.get("manualSelector") is not True:
-        _generate_job_selector(obj, spec, template)
     if share_labels:
         md["labels"] = dict(_obj(_obj(template, "metadata"), "labels"))
 
 
-def _generate_job_selector(obj: Obj, spec: Obj, template: Obj) -> None:
-    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+def generate_job_selector(obj: Obj) -> None:
+    """kube's Job PrepareForCreate: the selector and template labels of the job's uid and name, unless
+    ``spec.manualSelector``. Job labels that are the template's (Go's defaulting shares the map) get them too."""
+    spec = _obj(obj, "spec")
+    if spec.get("manualSelector") is True:
+        return
+    template = _obj(spec, "template")
+    md = _obj(obj, "metadata")
     name, uid = str(md.get("name", "")), str(md.get("uid", ""))
     labels = _obj(_obj(template, "metadata"), "labels")
+    shared = bool(labels) and md.get("labels") == labels
     for key, value in (("batch.kubernetes.io/controller-uid", uid), ("batch.kubernetes.io/job-name", name),
                        ("controller-uid", uid), ("job-name", name)):
         # a conflicting label set by the user is left for validation to reject
         labels.setdefault(key, value)
+    if shared:
+        md["labels"] = dict(labels)
     match_labels = _obj(_obj(spec, "selector"), "matchLabels")
     match_labels.setdefault("batch.kubernetes.io/controller-uid", uid)
 
