@@ -32,6 +32,8 @@ from kapi.api.handlers import Handlers
 from kapi.api.openapi import OpenAPIDocuments
 from kapi.encoding.codec import release_free_memory
 from kapi.config import Config
+from kapi.controllers.admissionpolicystatus import GROUP as VAP_GROUP, RESOURCE as VAP_RESOURCE, \
+    AdmissionPolicyStatusController
 from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
 from kapi.controllers.csrsigning import GROUP as CSR_GROUP, RESOURCE as CSR_RESOURCE, CSRSigningController
 from kapi.controllers.garbagecollector import GarbageCollector
@@ -286,6 +288,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))
         await services.start(partial(supervise, "csr signing controller", csr_signing.run, restart=True))
+        await services.start(partial(supervise, "validatingadmissionpolicy status controller",
+                                     AdmissionPolicyStatusController(registry, informers.informer(
+                                         VAP_GROUP, VAP_RESOURCE)).run, restart=True))
         await services.start(partial(supervise, "resourcequota controller",
                                      ResourceQuotaController(registry, informers).run, restart=True))
         # An APIService per served group/version, CRDs' too (kube's autoregister and crdregistration).
