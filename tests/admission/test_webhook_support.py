@@ -5,7 +5,9 @@ webhook plugins behind informers. (The checks of this module's own pieces are at
 from __future__ import annotations
 
 import base64
+import datetime
 import http.server
+import ipaddress
 import ssl
 import threading
 import time
@@ -15,6 +17,10 @@ from typing import Any, Callable
 
 import orjson
 import trio
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kapi.admission.chain import AdmissionChain, build_chain
 from kapi.admission.plugin import Objects, PluginDeps
@@ -124,8 +130,33 @@ class AdmissionServer:
         return [s.review for s in self.seen if not path or s.path.split("?")[0] == path]
 
 
-def new_server(tmp: Path, handler: Handler | None = None, label: str = "webhook-ca") -> AdmissionServer:
-    server = AdmissionServer(make_pki(tmp / "pki", label))
+def service_pki(where: Path, dns_name: str) -> Pki:
+    """A CA and a server certificate for ``dns_name`` (a Service's ``<name>.<namespace>.svc``) and 127.0.0.1."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "service-ca")])
+    ca = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True).sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, dns_name)]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(dns_name),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False).sign(ca_key, hashes.SHA256()))
+    where.mkdir(parents=True, exist_ok=True)
+    (where / "ca.crt").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (where / "server.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (where / "server.key").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    return Pki(where, where / "ca.crt", where / "server.crt", where / "server.key", b"", b"")
+
+
+def new_server(tmp: Path, handler: Handler | None = None, label: str = "webhook-ca",
+               pki: Pki | None = None) -> AdmissionServer:
+    server = AdmissionServer(pki or make_pki(tmp / "pki", label))
     if handler is not None:
         server.handler = handler
     server.start()
