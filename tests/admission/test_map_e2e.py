@@ -8,7 +8,11 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import Kubectl, kubectl133, namespace, server  # noqa: F401  (fixtures, used by name)
+from tests.e2e import conftest as _e2e
+from tests.e2e.conftest import Kubectl
+
+# the end-to-end fixtures, used by name
+server, namespace, kubectl133 = _e2e.server, _e2e.namespace, _e2e.kubectl133
 
 POLICY = """
 apiVersion: admissionregistration.k8s.io/v1beta1
@@ -42,7 +46,7 @@ spec:
 
 
 @pytest.mark.e2e
-def test_kubectl_applies_a_policy_that_adds_a_label(kubectl133: Kubectl, namespace: str) -> None:  # noqa: F811
+def test_kubectl_applies_a_policy_that_adds_a_label(kubectl133: Kubectl, namespace: str) -> None:
     try:
         kubectl133.run("apply", "-f", "-", input=POLICY)
         out = kubectl133.run("get", "mutatingadmissionpolicies.v1beta1.admissionregistration.k8s.io").stdout
