@@ -180,3 +180,40 @@ async def test_namespace_create_exempt_only_by_update(setup: Setup) -> None:
     assert err is None
     assert warnings == ['namespace "sys" is exempt from Pod Security, and the policy '
                         '(enforce=restricted:latest, warn=baseline:latest) will be ignored']
+
+
+async def test_metrics(setup: Setup) -> None:
+    metrics = setup.registry.metrics.registry
+
+    def value(name: str, **labels: str) -> float:
+        return metrics.get_sample_value(name, labels) or 0.0
+
+    await setup.namespace("open")
+    await setup.namespace("n", enforce="baseline", warn="restricted", warn_version="v1.40")
+    await setup.run(CREATE, "", "pods", "open", "p", pod("p"))
+    assert value("pod_security_evaluations_total", decision="allow", policy_level="privileged",
+                 policy_version="latest", mode="enforce", request_operation="create", resource="pod",
+                 subresource="") == 1
+    await setup.run(CREATE, "", "pods", "n", "p", pod("p"))
+    assert value("pod_security_evaluations_total", decision="allow", policy_level="baseline", policy_version="latest",
+                 mode="enforce", request_operation="create", resource="pod", subresource="") == 1
+    # a version newer than the server's is "future"
+    assert value("pod_security_evaluations_total", decision="deny", policy_level="restricted",
+                 policy_version="future", mode="warn", request_operation="create", resource="pod",
+                 subresource="") == 1
+    await setup.run(CREATE, "", "pods", "n", "q", pod("q", privileged=True))
+    assert value("pod_security_evaluations_total", decision="deny", policy_level="baseline", policy_version="latest",
+                 mode="enforce", request_operation="create", resource="pod", subresource="") == 1
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}
+    await setup.run(UPDATE, "apps", "deployments", "n", "d", deployment, deployment)
+    assert value("pod_security_evaluations_total", decision="deny", policy_level="restricted",
+                 policy_version="future", mode="warn", request_operation="update", resource="controller",
+                 subresource="") == 1
+    await setup.run(CREATE, "", "pods", "gone", "p", pod("p"))
+    assert value("pod_security_errors_total", fatal="true", request_operation="create", resource="pod",
+                 subresource="") == 1
+    s = Setup(setup.registry, {"apiVersion": "pod-security.admission.config.k8s.io/v1",
+                               "kind": "PodSecurityConfiguration", "exemptions": {"usernames": ["ops"]}})
+    await s.run(CREATE, "", "pods", "n", "p", pod("p"), user="ops")
+    assert value("pod_security_exemptions_total", request_operation="create", resource="pod", subresource="") == 1

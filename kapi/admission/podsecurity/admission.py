@@ -23,10 +23,17 @@ from kapi.admission.podsecurity import api
 from kapi.admission.podsecurity.api import LevelVersion, Policy
 from kapi.admission.podsecurity.checks import AggregateResult, Evaluator
 from kapi.admission.podsecurity.config import Configuration
+from kapi.admission.podsecurity.metrics import Recorder, Request
 from kapi.registry.admit import CREATE, UPDATE
 
 Obj = dict[str, Any]
 PodLister = Callable[[str], Awaitable[Sequence[Obj]]]
+
+ALLOW: Final = "allow"
+DENY: Final = "deny"
+ENFORCE: Final = "enforce"
+AUDIT: Final = "audit"
+WARN: Final = "warn"
 
 NAMESPACE_MAX_PODS_TO_CHECK: Final = 3000
 NAMESPACE_POD_CHECK_TIMEOUT: Final = 1.0  # seconds
@@ -125,9 +132,11 @@ def _runtime_class(spec: Obj) -> str:
 class PodSecurityAdmission:
     """The decisions, given the configuration and the checks."""
 
-    def __init__(self, configuration: Configuration, evaluator: Evaluator | None = None) -> None:
+    def __init__(self, configuration: Configuration, evaluator: Evaluator | None = None,
+                 recorder: Recorder | None = None) -> None:
         self.configuration = configuration
         self.evaluator = evaluator or Evaluator()
+        self.recorder = recorder or Recorder(None)
         self.default_policy = configuration.defaults
         self.max_pods_to_check = NAMESPACE_MAX_PODS_TO_CHECK
         self.pod_check_timeout = NAMESPACE_POD_CHECK_TIMEOUT
@@ -275,67 +284,77 @@ class PodSecurityAdmission:
 
     # ------------------------------------------------------------- pods
 
-    def pod_preamble(self, namespace: str, username: str) -> Response | None:
+    def pod_preamble(self, req: Request, namespace: str, username: str) -> Response | None:
         """The exemptions decided before the namespace is read (kube: namespace, then user)."""
         if self.exempt_namespace(namespace):
+            self.recorder.exemption(req)
             return _allowed(**{api.EXEMPTION_REASON_ANNOTATION: "namespace"})
         if self.exempt_user(username):
+            self.recorder.exemption(req)
             return _allowed(**{api.EXEMPTION_REASON_ANNOTATION: "user"})
         return None
 
-    def validate_pod(self, operation: str, subresource: str, name: str, namespace: str, username: str,
-                     namespace_obj: Obj | None, obj: Obj | None, old: Obj | None) -> Response:
-        """A pod create or update (``namespace_obj`` None: the namespace could not be read)."""
-        if subresource in IGNORED_POD_SUBRESOURCES:
+    def validate_pod(self, req: Request, name: str, namespace: str, username: str,
+                     namespace_labels: dict[str, str] | None, obj: Obj | None, old: Obj | None) -> Response:
+        """A pod create or update (``namespace_labels`` None: the namespace could not be read)."""
+        if req.subresource in IGNORED_POD_SUBRESOURCES:
             return _allowed()
-        exempt = self.pod_preamble(namespace, username)
+        exempt = self.pod_preamble(req, namespace, username)
         if exempt is not None:
             return exempt
-        if namespace_obj is None:
+        if namespace_labels is None:
+            self.recorder.error(True, req)
             message = f'failed to lookup namespace "{namespace}"'
             err = errors.InternalError(f"Internal error occurred: {message}", causes=[errors.Cause(message=message)])
             return _denied(err, f'namespaces "{namespace}" not found')
-        policy, policy_errs = self.policy_to_evaluate(_labels(namespace_obj))
+        policy, policy_errs = self.policy_to_evaluate(namespace_labels)
         if not policy_errs and policy.fully_privileged():
+            self.recorder.evaluation(ALLOW, policy.enforce, ENFORCE, req)
             return _allowed(**{api.ENFORCED_POLICY_ANNOTATION: str(api.PRIVILEGED_LATEST)})
         if not isinstance(obj, dict) or obj.get("kind") not in (None, "Pod"):
+            self.recorder.error(True, req)
             return _bad_request("failed to decode pod")
-        if operation == UPDATE:
+        if req.operation == UPDATE:
             if not isinstance(old, dict) or old.get("kind") not in (None, "Pod"):
+                self.recorder.error(True, req)
                 return _bad_request("failed to decode old pod")
             if not _significant_pod_update(obj, old):
                 return _allowed()
-        return self.evaluate_pod(policy, policy_errs, _meta(obj), _spec(obj), "pods", name, enforce=True)
+        return self.evaluate_pod(req, policy, policy_errs, _meta(obj), _spec(obj), name, enforce=True)
 
-    def validate_pod_controller(self, group: str, resource: str, subresource: str, namespace: str, username: str,
-                                namespace_obj: Obj | None, obj: Obj | None) -> Response:
+    def validate_pod_controller(self, req: Request, namespace: str, username: str,
+                                namespace_labels: dict[str, str] | None, obj: Obj | None) -> Response:
         """A pod controller's create or update: its template against audit and warn."""
-        if subresource:
+        if req.subresource:
             return _allowed()
-        exempt = self.pod_preamble(namespace, username)
+        exempt = self.pod_preamble(req, namespace, username)
         if exempt is not None:
             return exempt
-        if namespace_obj is None:
+        if namespace_labels is None:
+            self.recorder.error(True, req)
             return _allowed(error=f'failed to lookup namespace "{namespace}": namespaces "{namespace}" not found')
-        policy, policy_errs = self.policy_to_evaluate(_labels(namespace_obj))
+        policy, policy_errs = self.policy_to_evaluate(namespace_labels)
         if not policy_errs and policy.warn.level == api.PRIVILEGED and policy.audit.level == api.PRIVILEGED:
             return _allowed()
         if not isinstance(obj, dict):
+            self.recorder.error(True, req)
             return _allowed(error="failed to decode object")
-        template = pod_template(group, resource, obj)
+        template = pod_template(req.group, req.resource, obj)
         if template is None:
             return _allowed()
-        return self.evaluate_pod(policy, policy_errs, template[0], template[1], resource, "", enforce=False)
+        return self.evaluate_pod(req, policy, policy_errs, template[0], template[1], "", enforce=False)
 
-    def evaluate_pod(self, policy: Policy, policy_errs: list[errors.Cause], meta: Obj, spec: Obj, resource: str,
+    def evaluate_pod(self, req: Request, policy: Policy, policy_errs: list[errors.Cause], meta: Obj, spec: Obj,
                      name: str, *, enforce: bool) -> Response:
         """kube's ``EvaluatePod``: enforce (pods only), audit, then warn, each level evaluated once."""
         if self.exempt_runtime_class(_runtime_class(spec)):
+            self.recorder.exemption(req)
             return _allowed(**{api.EXEMPTION_REASON_ANNOTATION: "runtimeClass"})
         annotations: dict[str, str] = {}
         if policy_errs:
             annotations["error"] = "Failed to parse policy: " + errors.aggregate_messages(
                 [f"{c.field}: {c.message}" for c in policy_errs])
+            self.recorder.error(False, req)
         cached: dict[LevelVersion, AggregateResult] = {}
         response = Response()
         if enforce:
@@ -343,9 +362,12 @@ class PodSecurityAdmission:
             result = self.evaluator.aggregate(policy.enforce, meta, spec)
             if not result.allowed:
                 reason = f'violates PodSecurity "{policy.enforce}": {result.forbidden_detail()}'
-                what = f'{resource} "{name}"' if name else resource
+                what = f'{req.resource} "{name}"' if name else req.resource
                 response = Response(False, errors.Forbidden(f"{what} is forbidden: {reason}", name=name,
-                                                             kind=resource))
+                                                             group=req.group, kind=req.resource))
+                self.recorder.evaluation(DENY, policy.enforce, ENFORCE, req)
+            else:
+                self.recorder.evaluation(ALLOW, policy.enforce, ENFORCE, req)
             cached[policy.enforce] = result
         audit = cached.get(policy.audit)
         if audit is None:
@@ -353,11 +375,13 @@ class PodSecurityAdmission:
         if not audit.allowed:
             annotations[api.AUDIT_VIOLATIONS_ANNOTATION] = (
                 f'would violate PodSecurity "{policy.audit}": {audit.forbidden_detail()}')
+            self.recorder.evaluation(DENY, policy.audit, AUDIT, req)
         if response.allowed:
             warn = cached.get(policy.warn)
             if warn is None:
                 warn = self.evaluator.aggregate(policy.warn, meta, spec)
             if not warn.allowed:
                 response.warnings.append(f'would violate PodSecurity "{policy.warn}": {warn.forbidden_detail()}')
+                self.recorder.evaluation(DENY, policy.warn, WARN, req)
         response.audit_annotations = annotations
         return response
