@@ -130,7 +130,7 @@ async def test_reason_gives_the_code_and_message_fallbacks(api: Api) -> None:
         {"expression": "object.metadata.name != 'multi'", "message": "static message",
          "messageExpression": "'line one\\nline two'"},
         {"expression": "object.metadata.name != 'unauth'", "reason": "Unauthorized",
-         "messageExpression": "object.spec.replicas"},
+         "messageExpression": "string(object.spec.nope)"},
     ]), binding("b", "p"))
     r = await until(api, "POST", DEPLOYS, deployment("forbidden"), 403)
     assert r.status == 403 and r.json()["reason"] == "Forbidden"
@@ -140,7 +140,7 @@ async def test_reason_gives_the_code_and_message_fallbacks(api: Api) -> None:
     assert r.json()["message"].endswith("denied request: name toolarge is too large")
     r = await api.create(DEPLOYS, deployment("multi"))  # a multi-line message falls back to message
     assert r.status == 422 and r.json()["message"].endswith("denied request: static message")
-    r = await api.create(DEPLOYS, deployment("unauth"))  # a non-string messageExpression (a compile error) too
+    r = await api.create(DEPLOYS, deployment("unauth"))  # a messageExpression that fails falls back too
     assert r.status == 401
     assert r.json()["message"].endswith("denied request: failed expression: object.metadata.name != 'unauth'")
 
@@ -401,3 +401,37 @@ async def test_authorizer_with_rbac(nursery: trio.Nursery, tmp_path: Any) -> Non
     assert r.json()["message"].endswith("denied request: only users who may delete deployments may create them")
     r = await rbac.request("POST", DEPLOYS, deployment(), token=None, headers=hdr_carol)
     assert r.status == 201, r.body
+
+
+async def test_expressions_that_do_not_compile_are_refused(api: Api) -> None:
+    p = policy("bad", [{"expression": "object.spec.replicas <", "messageExpression": "1"},
+                       {"expression": "object.spec.paused"}],
+               variables=[{"name": "v", "expression": "variables.w"}],
+               matchConditions=[{"name": "m", "expression": "params.x == 1"}],
+               auditAnnotations=[{"key": "k", "valueExpression": "1"}])
+    r = await api.create(f"{AR}/validatingadmissionpolicies", p)
+    assert r.status == 422
+    st = r.json()
+    assert st["reason"] == "Invalid"
+    got = {c["field"]: c["message"] for c in st["details"]["causes"]}
+    assert got["spec.validations[0].expression"].startswith(
+        'Invalid value: "object.spec.replicas <": compilation failed: ERROR: <input>:1:23: Syntax error:')
+    assert got["spec.validations[0].messageExpression"] == 'Invalid value: "1": must evaluate to string but got int'
+    assert got["spec.validations[1].expression"] == (
+        'Invalid value: "object.spec.paused": must evaluate to bool but got dyn')
+    assert got["spec.variables[0].expression"] == (
+        "Invalid value: \"variables.w\": compilation failed: ERROR: <input>:1:10: undefined field 'w'\n"
+        " | variables.w\n | .........^")
+    assert got["spec.matchConditions[0].expression"].startswith(
+        'Invalid value: "params.x == 1": compilation failed: ERROR: <input>:1:')
+    assert "undeclared reference to 'params'" in got["spec.matchConditions[0].expression"]
+    assert got["spec.auditAnnotations[0].valueExpression"] == (
+        'Invalid value: "1": must evaluate to one of [string null_type] but got int')
+    assert st["message"].startswith('ValidatingAdmissionPolicy.admissionregistration.k8s.io "bad" is invalid: [')
+    # the same policy with paramKind: params is declared
+    ok = policy("good", [{"expression": "params.data.x == 'y'"}], paramKind={"apiVersion": "v1", "kind": "ConfigMap"})
+    assert (await api.create(f"{AR}/validatingadmissionpolicies", ok)).status == 201
+    # and an update that breaks it is refused too
+    got_ok = (await api.request("GET", f"{AR}/validatingadmissionpolicies/good")).json()
+    got_ok["spec"]["validations"][0]["expression"] = "params.data.x =="
+    assert (await api.request("PUT", f"{AR}/validatingadmissionpolicies/good", got_ok)).status == 422

@@ -24,7 +24,9 @@ from kapi.admission import cel, matching
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
 from kapi.admission.policy.generic import ConfigError, PolicySource, collect_params, is_policy_resource, param_resource
 from kapi.admission.policy.validating import (DENY, ERROR, EVAL_ERROR, MAX_AUDIT_ANNOTATION_VALUE_LENGTH, PUBLISH,
-                                              CompiledPolicy, Decision, compile_policy)
+                                              CompiledPolicy, Decision, compile_errors, compile_policy)
+from kapi.object.validation.fields import field_invalid
+from kapi.registry.admit import CREATE, UPDATE
 
 Obj = dict[str, Any]
 VALIDATION_FAILURE_KEY = "validation.policy.admission.k8s.io/validation_failure"
@@ -77,6 +79,9 @@ class ValidatingAdmissionPolicy(Plugin):
 
     async def validate(self, a: Attributes) -> None:
         if is_policy_resource(a):
+            if a.plural == "validatingadmissionpolicies" and not a.subresource and isinstance(a.obj, dict) \
+                    and a.operation in (CREATE, UPDATE):
+                self._check_expressions(a.obj)
             return
         hooks = await self.source.hooks()
         if not hooks:
@@ -185,6 +190,15 @@ class ValidatingAdmissionPolicy(Plugin):
                 self._annotate(a, f"{cp.name}/{key}", values[0] if len(values) == 1 else ", ".join(values))
         if denied:
             raise self._error(a, denied[0])
+
+    @staticmethod
+    def _check_expressions(policy: Obj) -> None:
+        """kube's validation of a policy's CEL: an expression that does not compile (or returns the wrong
+        type) is refused, 422 ``spec.validations[0].expression: Invalid value: "...": compilation failed: ...``."""
+        problems = compile_errors(policy)
+        if problems:
+            raise errors.invalid("ValidatingAdmissionPolicy", "admissionregistration.k8s.io", _name(policy),
+                                 [field_invalid(path, expr, detail) for path, expr, detail in problems])
 
     def _annotate(self, a: Attributes, key: str, value: str) -> None:
         """kube's AddAnnotation: a key once set keeps its first value."""
