@@ -162,7 +162,9 @@ class ServiceAccount(Plugin):
         pod = a.obj
         assert pod is not None
         if _is_mirror(pod):
-            return  # the kubelet deletes a mirror pod whose spec it did not write; validate checks it
+            # the kubelet deletes a mirror pod whose spec it did not write: checked, not changed
+            await self.validate(a)
+            return
         spec = pod.setdefault("spec", {})
         if not isinstance(spec.get("serviceAccountName"), str) or not spec["serviceAccountName"]:
             spec["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT_NAME
@@ -176,6 +178,7 @@ class ServiceAccount(Plugin):
                 spec["imagePullSecrets"] = pulls
             else:
                 spec.pop("imagePullSecrets", None)
+        await self.validate(a)  # as kube's Admit ends
 
     def _mount_token(self, spec: Obj) -> None:
         volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
