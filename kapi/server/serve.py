@@ -36,6 +36,7 @@ from kapi.controllers.admissionpolicystatus import GROUP as VAP_GROUP, RESOURCE 
     AdmissionPolicyStatusController
 from kapi.controllers.clusterroleaggregation import GROUP as RBAC_GROUP, ClusterRoleAggregationController
 from kapi.controllers.csrsigning import GROUP as CSR_GROUP, RESOURCE as CSR_RESOURCE, CSRSigningController
+from kapi.controllers.storageprotection import StorageProtectionController
 from kapi.controllers.garbagecollector import GarbageCollector
 from kapi.apis.crdconversion import registry_service_resolver
 from kapi.apis.customresources import custom_resources
@@ -263,6 +264,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         # Approved kubernetes.io/kube-apiserver-client CSRs signed by kapi's CA (kube's csrsigning controller).
         csr_signing = CSRSigningController(registry, informers.informer(CSR_GROUP, CSR_RESOURCE),
                                            pki.ca_cert.read_bytes(), (pki.ca_cert.parent / "ca.key").read_bytes())
+        # The finalizers StorageObjectInUseProtection puts on claims and volumes, taken off once unused.
+        storage_protection = StorageProtectionController(registry, informers.informer("", "persistentvolumeclaims"),
+                                                         informers.informer("", "persistentvolumes"),
+                                                         informers.informer("", "pods"))
         # The CRDs stored before start-up: their resources in the table before the first request.
         # Conversion webhooks are reached with the chain's webhook client (the apis layer is below it).
         crds = CRDController(registry, informers.informer(CRD_GROUP, CRD_RESOURCE), resources_of=partial(
@@ -288,6 +293,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))
         await services.start(partial(supervise, "csr signing controller", csr_signing.run, restart=True))
+        await services.start(partial(supervise, "pvc/pv protection controller", storage_protection.run, restart=True))
         await services.start(partial(supervise, "validatingadmissionpolicy status controller",
                                      AdmissionPolicyStatusController(registry, informers.informer(
                                          VAP_GROUP, VAP_RESOURCE)).run, restart=True))

@@ -188,3 +188,96 @@ async def test_resize_of_an_unbound_claim(api: Api) -> None:
     a.request.subresource = "status"  # status writes are not its business
     old["status"] = {}
     await plugin.validate(a)
+
+
+# ------------------------------------------------- the protection controllers
+
+
+@pytest.fixture
+async def protected(nursery: trio.Nursery) -> Api:
+    """The served API with the shared informers and the pvc/pv protection controller running, as serve() has."""
+    from kapi.controllers.storageprotection import StorageProtectionController
+    from kapi.registry.informer import Informers
+
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    informers = Informers(registry)
+    app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysAllow",)), registry, TOKEN,
+                    Health(ready=True), informers)
+    namespaces = NamespaceController(registry)
+    await bootstrap(registry, namespaces)
+    controller = StorageProtectionController(registry, informers.informer("", "persistentvolumeclaims"),
+                                             informers.informer("", "persistentvolumes"), informers.informer("", "pods"))
+    await nursery.start(namespaces.run)
+    await nursery.start(informers.run)
+    await nursery.start(controller.run)
+    return Api(app, registry)
+
+
+async def gone(api: Api, path: str) -> None:
+    with trio.fail_after(10):
+        while (await api.request("GET", path)).status != 404:
+            await trio.sleep(0.01)
+
+
+def using_pod(name: str, claim: str, node: str = "n1") -> Obj:
+    spec: Obj = {"containers": [{"name": "c", "image": "busybox"}],
+                 "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": claim}}]}
+    if node:
+        spec["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_an_unused_claim_goes_at_once(protected: Api) -> None:
+    api = protected
+    await created(api, PVCS, claim("c"))
+    # a pod not scheduled yet does not hold it (the kubelet will not start it with a claim being deleted)
+    await created(api, "/api/v1/namespaces/default/pods", using_pod("pending", "c", node=""))
+    r = await api.request("DELETE", f"{PVCS}/c")
+    assert r.status == 200 and r.json()["metadata"]["deletionTimestamp"], r.json()
+    await gone(api, f"{PVCS}/c")
+
+
+async def test_a_claim_in_use_waits_for_its_pod(protected: Api) -> None:
+    api, pods = protected, "/api/v1/namespaces/default/pods"
+    await created(api, PVCS, claim("c"))
+    await created(api, pods, using_pod("user", "c"))
+    r = await api.request("DELETE", f"{PVCS}/c")
+    assert r.status == 200
+    await trio.sleep(0.3)
+    held = await api.request("GET", f"{PVCS}/c")
+    assert held.status == 200 and held.json()["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    pod = (await api.request("GET", f"{pods}/user")).json()
+    pod["status"] = {"phase": "Succeeded"}
+    r = await api.request("PUT", f"{pods}/user/status", pod)
+    assert r.status == 200, r.json()
+    await gone(api, f"{PVCS}/c")
+
+
+async def test_a_bound_volume_waits_until_released(protected: Api) -> None:
+    api, pvs = protected, "/api/v1/persistentvolumes"
+    await created(api, pvs, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "v"},
+                             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                      "hostPath": {"path": "/d"}}})
+    pv = (await api.request("GET", f"{pvs}/v")).json()
+    pv["status"] = {"phase": "Bound"}
+    assert (await api.request("PUT", f"{pvs}/v/status", pv)).status == 200
+    assert (await api.request("DELETE", f"{pvs}/v")).status == 200
+    await trio.sleep(0.3)
+    pv = (await api.request("GET", f"{pvs}/v")).json()
+    assert pv["metadata"]["finalizers"] == ["kubernetes.io/pv-protection"]
+    pv["status"] = {"phase": "Released"}
+    assert (await api.request("PUT", f"{pvs}/v/status", pv)).status == 200
+    await gone(api, f"{pvs}/v")
+
+
+def test_pod_uses_claim() -> None:
+    from kapi.controllers.storageprotection import pod_uses_claim
+
+    pod = using_pod("p", "c")
+    pod["spec"]["volumes"].append({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})
+    assert pod_uses_claim(pod, "c") and pod_uses_claim(pod, "p-scratch")
+    assert not pod_uses_claim(pod, "other")
+    assert not pod_uses_claim(using_pod("p", "c", node=""), "c")
+    assert not pod_uses_claim({**pod, "status": {"phase": "Failed"}}, "c")

@@ -39,7 +39,8 @@ def new_blocking_refs(new: object, old: object) -> list[Obj]:
     if not blocking or old is None:
         return blocking
     before = {r.get("uid"): r for r in _refs(old)}
-    return [r for r in blocking if r.get("uid") not in before or before[r.get("uid")].get("blockOwnerDeletion") is not True]
+    return [r for r in blocking
+            if r.get("uid") not in before or before[r.get("uid")].get("blockOwnerDeletion") is not True]
 
 
 def _because(d: Decision) -> str:
