@@ -344,3 +344,31 @@ async def test_status_unknown_before_the_controller_syncs(api: Api) -> None:
         check_request([q], a, PodEvaluator())
     assert refused.value.error.message == ('pods "p" is forbidden: status unknown for quota: q, resources: '
                                            'pods,requests.cpu')
+
+
+async def test_concurrent_creates_are_charged_in_batches(api: Api) -> None:
+    await make_quota(api, "q", {"count/secrets": "100"})
+    before = int((await used(api, "q"))["count/secrets"])
+    writes: list[str] = []
+    inner = api.registry.update
+
+    async def update(res: Any, namespace: str, name: str, obj: Obj, opts: Any, subresource: str = "") -> Any:
+        if res.resource == "resourcequotas" and subresource == "status":
+            writes.append(name)
+        return await inner(res, namespace, name, obj, opts, subresource)
+
+    api.registry.update = update  # type: ignore[method-assign]
+    codes: list[int] = []
+
+    async def one(i: int) -> None:
+        r = await api.create(f"/api/v1/namespaces/{NS}/secrets",
+                             {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"s{i}"}})
+        codes.append(r.status)
+
+    async with trio.open_nursery() as n:
+        for i in range(16):
+            n.start_soon(one, i)
+    assert codes == [201] * 16
+    assert await used(api, "q") == {"count/secrets": str(before + 16)}
+    # one write per batch: the requests that came while one was written were charged together
+    assert 0 < writes.count("q") < 16, writes

@@ -13,8 +13,11 @@ requests are checked but not charged. The ResourceQuota controller (kapi.control
 recalculates usage from the objects themselves: what admission charged for a write that then
 failed is given back there.
 
-Checks in one namespace run one at a time (kube's evaluator works a namespace's requests in
-turn), so two creates cannot both take the last unit. The quotas come from the shared informer;
+A namespace's requests are checked in batches, one batch at a time, as kube's evaluator works
+them: each request against the quotas as those before it in the batch left them, then each changed
+quota written once for the whole batch; so two creates cannot both take the last unit, and
+concurrent creates cost one quota write per batch, not one each. A request waits at most 10 s for
+its batch (500 "resource quota evaluation timed out" after). The quotas come from the shared informer;
 the status this plugin wrote last is used when the informer has not caught up with it yet (kube's
 updatedQuotas cache). The configuration (``ResourceQuotaConfiguration``, apiserver.config.k8s.io/v1,
 from --admission-control-config-file) may name ``limitedResources``: resources whose consumption
@@ -39,6 +42,7 @@ from kapi.registry.store import WriteOptions
 
 Obj = dict[str, Any]
 RETRIES = 3  # quota status writes tried again after a conflict (kube's checkQuotas)
+BATCH_TIMEOUT_S = 10.0  # a request waits this long for its quota check (kube's evaluation timeout)
 
 
 class QuotaRefused(Exception):
@@ -189,6 +193,25 @@ def _limited_resources(config: Obj) -> list[Obj]:
     return entries
 
 
+class _Waiter:
+    """One request waiting for its namespace's batch (kube's admissionWaiter); ``result`` None: admitted."""
+
+    __slots__ = ("a", "evaluator", "done", "result")
+
+    def __init__(self, a: Attributes, evaluator: Evaluator) -> None:
+        self.a = a
+        self.evaluator = evaluator
+        self.done = trio.Event()
+        self.result: errors.StatusError | None | object = _UNDECIDED
+
+
+_UNDECIDED = object()  # kube's defaultDeny: not yet decided (a batch cut short leaves it so)
+
+
+def _used(quota: Obj) -> ResourceList:
+    return parse_list((quota.get("status") or {}).get("used"))
+
+
 class ResourceQuota(Plugin):
     name = "ResourceQuota"
     operations = frozenset((CREATE, UPDATE))
@@ -198,7 +221,10 @@ class ResourceQuota(Plugin):
         deps.objects.watch("", "resourcequotas")
         self.evaluators = Evaluators()
         self.limited = _limited_resources(deps.configuration.get(self.name) or {})
-        self._locks: dict[str, trio.Lock] = {}
+        # Each namespace's requests waiting for a batch, and the namespaces a batch is being worked in
+        # (its event set when it is done)
+        self._work: dict[str, list[_Waiter]] = {}
+        self._busy: dict[str, trio.Event] = {}
         # The quotas this plugin wrote last, by (namespace, name): newer than the informer's for a moment.
         self._written: dict[tuple[str, str], Obj] = {}
 
@@ -217,20 +243,49 @@ class ResourceQuota(Plugin):
         evaluator = self.evaluators.get(a.group, a.plural)
         if evaluator is None or not evaluator.handles(a.operation, a.subresource):
             return
-        quotas = await self._quotas(a.namespace)
-        if not quotas and not self.limited:
+        if not self.limited and not await self._quotas(a.namespace):
             return
         if a.obj is not None and not (a.obj.get("metadata") or {}).get("namespace"):
             a.obj.setdefault("metadata", {})["namespace"] = a.namespace
-        lock = self._locks.setdefault(a.namespace, trio.Lock())
-        async with lock:
-            try:
-                await self._check(a, evaluator, await self._quotas(a.namespace))
-            except QuotaRefused as refused:
-                raise refused.error from None
-            finally:
-                if not lock.statistics().tasks_waiting:
-                    self._locks.pop(a.namespace, None)
+        waiter = _Waiter(a, evaluator)
+        await self._evaluate(a.namespace, waiter)
+        if waiter.result is _UNDECIDED:
+            raise errors.InternalError("Internal error occurred: resource quota evaluation timed out",
+                                       causes=[errors.Cause(message="resource quota evaluation timed out")])
+        if isinstance(waiter.result, errors.StatusError):
+            raise waiter.result
+
+    async def _evaluate(self, namespace: str, waiter: _Waiter) -> None:
+        """kube's quota evaluator: a namespace's requests are checked in batches, one batch at a time;
+        the requests that came while one was worked make the next, worked by the first of them to
+        run. A batch runs to its end (at most ``BATCH_TIMEOUT_S``) even if its worker's request is
+        cancelled: the others wait for it."""
+        queue = self._work.setdefault(namespace, [])
+        queue.append(waiter)
+        try:
+            while not waiter.done.is_set():
+                busy = self._busy.get(namespace)
+                if busy is not None:
+                    await busy.wait()
+                    continue
+                busy = self._busy[namespace] = trio.Event()
+                batch = self._work.pop(namespace, [])
+                try:
+                    with trio.CancelScope(shield=True) as scope:
+                        scope.deadline = trio.current_time() + BATCH_TIMEOUT_S
+                        await self._check_batch(namespace, batch)
+                finally:
+                    for w in batch:
+                        w.done.set()
+                    del self._busy[namespace]
+                    busy.set()
+        finally:
+            if not waiter.done.is_set():  # cancelled while waiting: it must not be charged later
+                pending = self._work.get(namespace)
+                if pending is not None and waiter in pending:
+                    pending.remove(waiter)
+                    if not pending:
+                        del self._work[namespace]
 
     async def _quotas(self, namespace: str) -> list[Obj]:
         quotas = await self.deps.objects.list("", "resourcequotas", namespace)
@@ -245,44 +300,74 @@ class ResourceQuota(Plugin):
             out.append(q)
         return out
 
-    async def _check(self, a: Attributes, evaluator: Evaluator, quotas: list[Obj]) -> None:
+    async def _check_batch(self, namespace: str, batch: list[_Waiter]) -> None:
+        """kube's checkAttributes."""
+        quotas = await self._quotas(namespace)
+        if not quotas and not self.limited:
+            for w in batch:
+                w.result = None
+            return
+        await self._check_quotas(namespace, quotas, batch, RETRIES)
+
+    async def _check_quotas(self, namespace: str, quotas: list[Obj], batch: list[_Waiter], retries: int) -> None:
+        """kube's checkQuotas: each request checked against the running quotas (what those before it in
+        the batch took counted), then each changed quota written once; the quotas whose write
+        conflicted are read again and the batch checked against them again."""
+        originals = quotas
+        changed = False
+        for w in batch:
+            try:
+                updated = check_request(quotas, w.a, w.evaluator, self.limited)
+            except QuotaRefused as refused:
+                w.result = refused.error
+                continue
+            if w.a.dry_run:  # checked, never charged
+                w.result = None
+                continue
+            if all(equals(_used(before), _used(after)) for before, after in zip(quotas, updated)):
+                w.result = None
+            else:
+                changed = True
+            quotas = updated
+        if not changed:
+            return
         res = self.deps.objects.resource("", "resourcequotas")
         assert res is not None
+        failed: list[str] = []
         last: errors.StatusError | None = None
-        for attempt in range(RETRIES + 1):
-            updated = check_request(quotas, a, evaluator, self.limited)
-            if a.dry_run:
-                return
-            failed: list[str] = []
-            for before, after in zip(quotas, updated):
-                if after is before or equals(parse_list((before.get("status") or {}).get("used")),
-                                             parse_list((after.get("status") or {}).get("used"))):
-                    continue
-                md = after["metadata"]
-                try:
-                    written, _ = await self.deps.registry.update(res, md["namespace"], md["name"], after,
-                                                                 WriteOptions(), subresource="status")
-                except (errors.Conflict, errors.Invalid) as exc:
-                    failed.append(md["name"])
-                    last = exc
-                    continue
-                except errors.NotFound:
-                    continue  # gone meanwhile: it limits nothing any more
-                self._written[(md["namespace"], md["name"])] = written
-            if not failed:
-                return
-            if attempt == RETRIES:
-                break
-            quotas = []  # the quotas whose write failed, read again from storage
-            for name in failed:
-                try:
-                    quotas.append(await self.deps.registry.get(res, a.namespace, name))
-                except errors.NotFound:
-                    pass
-            if not quotas:
-                return
-        assert last is not None
-        raise last
+        for before, after in zip(originals, quotas):
+            if equals(_used(before), _used(after)):
+                continue
+            md = after["metadata"]
+            try:
+                written, _ = await self.deps.registry.update(res, namespace, md["name"], after, WriteOptions(),
+                                                             subresource="status")
+            except (errors.Conflict, errors.Invalid) as exc:
+                failed.append(md["name"])
+                last = exc
+                continue
+            except errors.NotFound:
+                continue  # gone meanwhile: it limits nothing any more
+            self._written[(namespace, md["name"])] = written
+        if not failed:
+            for w in batch:
+                if w.result is _UNDECIDED:
+                    w.result = None
+            return
+        if retries <= 0:
+            for w in batch:
+                if w.result is _UNDECIDED:
+                    w.result = last
+            return
+        fresh = []  # the quotas whose write failed, read again from storage
+        for name in failed:
+            try:
+                fresh.append(await self.deps.registry.get(res, namespace, name))
+            except errors.NotFound:
+                pass
+        # Only the requests still waiting for a write are checked again (kube checks the whole batch
+        # again, which could admit one refused by a quota whose write did not conflict).
+        await self._check_quotas(namespace, fresh, [w for w in batch if w.result is _UNDECIDED], retries - 1)
 
 
 __all__ = ["QuotaRefused", "ResourceQuota", "check_request"]
