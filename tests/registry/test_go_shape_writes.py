@@ -58,7 +58,9 @@ async def test_aggregated_clusterrole_has_null_rules(api: Api) -> None:
 async def test_node_and_service_come_back_go_shaped(api: Api) -> None:
     node = await api.create("/api/v1/nodes", {"metadata": {"name": "n1"}})
     assert node.status == 201, node.body
-    assert node.json()["spec"] == {} and node.json()["status"]["nodeInfo"]["osImage"] == ""
+    # the spec has only what TaintNodesByCondition (on by default) adds at creation
+    assert node.json()["spec"] == {"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}
+    assert node.json()["status"]["nodeInfo"]["osImage"] == ""
     svc = await api.create("/api/v1/namespaces/default/services", {"metadata": {"name": "s"},
                                                                    "spec": {"ports": [{"port": 80}]}})
     assert svc.status == 201, svc.body
