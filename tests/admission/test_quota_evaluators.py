@@ -182,3 +182,41 @@ def test_object_counts_and_registry() -> None:
     found = evs.for_names(["count/deployments.apps", "secrets", "pods", "requests.storage"])
     assert set(found) == {("apps", "deployments"), ("", "secrets"), ("", "pods"), ("", "persistentvolumeclaims")}
     assert cm.handles(CREATE, "") and not cm.handles(UPDATE, "")
+
+
+def _attrs(operation: str, resource: str, obj: dict, old: dict | None = None):  # type: ignore[no-untyped-def]
+    from kapi.admission.plugin import Attributes
+    from kapi.apis import BUILTIN
+    from kapi.object.access import UserInfo
+    from kapi.registry.admit import AdmissionRequest
+    from kapi.registry.resources import ResourceTable
+
+    res = ResourceTable(BUILTIN).get("", "v1", resource)
+    assert res is not None
+    return Attributes(AdmissionRequest(operation, res, "", "ns", "c", obj, old), UserInfo("u"), {}, [])
+
+
+def test_an_update_is_charged_its_growth_only() -> None:
+    from kapi.admission.plugins.resourcequota import QuotaRefused, check_request
+
+    def claim(size: str) -> dict:
+        return {"metadata": {"name": "c", "namespace": "ns", "resourceVersion": "3"},
+                "spec": {"storageClassName": "gold", "resources": {"requests": {"storage": size}}}}
+
+    quota = {"metadata": {"name": "q", "namespace": "ns"},
+             "status": {"hard": {"requests.storage": "10Gi", "persistentvolumeclaims": "1"},
+                        "used": {"requests.storage": "4Gi", "persistentvolumeclaims": "1"}}}
+    ev = PersistentVolumeClaimEvaluator()
+    [after] = check_request([quota], _attrs(UPDATE, "persistentvolumeclaims", claim("6Gi"), claim("4Gi")), ev)
+    # 2Gi more; the claim itself was counted already (its count does not grow)
+    assert after["status"]["used"] == {"persistentvolumeclaims": "1", "requests.storage": "6Gi"}
+    [same] = check_request([quota], _attrs(UPDATE, "persistentvolumeclaims", claim("3Gi"), claim("4Gi")), ev)
+    assert same is quota  # shrinking frees nothing at admission (the controller recounts)
+    with pytest.raises(QuotaRefused) as refused:
+        check_request([quota], _attrs(UPDATE, "persistentvolumeclaims", claim("11Gi"), claim("4Gi")), ev)
+    assert refused.value.error.message == (
+        'persistentvolumeclaims "c" is forbidden: exceeded quota: q, requested: requests.storage=7Gi, '
+        'used: requests.storage=4Gi, limited: requests.storage=10Gi')
+    with pytest.raises(QuotaRefused) as refused:  # a create is charged the whole claim
+        check_request([quota], _attrs(CREATE, "persistentvolumeclaims", claim("1Gi")), ev)
+    assert "requested: persistentvolumeclaims=1, used: persistentvolumeclaims=1" in refused.value.error.message
