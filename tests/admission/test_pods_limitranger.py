@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from kapi.admission.plugins.limitranger import decimal_si, pod_totals
+from kapi.admission.plugins.limitranger import BINARY_SI, DECIMAL_SI, Quantity, canonical, pod_totals
 from tests.admission.test_pods_support import message, namespace, pod, start_api
 
 Obj = dict[str, Any]
@@ -92,7 +92,7 @@ async def test_pod_limits(nursery: trio.Nursery) -> None:
     ctr = {"image": "nginx", "resources": {"limits": {"cpu": "600m", "memory": "64Mi"}}}
     reply = await api.create("/api/v1/namespaces/lr/pods", pod("p", {"name": "a", **ctr}, {"name": "b", **ctr}))
     assert (reply.status, message(reply)) == (403, 'pods "p" is forbidden: [minimum memory usage per Pod is 200Mi, '
-                                                   "but request is 134217728, maximum cpu usage per Pod is 1, but "
+                                                   "but request is 128Mi, maximum cpu usage per Pod is 1, but "
                                                    "limit is 1200m]")
     reply = await api.create("/api/v1/namespaces/lr/pods", pod("q", {"name": "a", "image": "nginx"}))
     assert message(reply) == ('pods "q" is forbidden: [minimum memory usage per Pod is 200Mi.  No request is '
@@ -106,11 +106,20 @@ def test_pod_totals_with_init_containers_and_sidecars() -> None:
     p = {"spec": {"containers": [ctr("100m"), ctr("200m")],
                   "initContainers": [ctr("500m"), ctr("50m", restartPolicy="Always"), ctr("260m")]}}
     # containers 300m + sidecar 50m = 350m; init peaks: 500m, then 260m + 50m: the peak 500m wins
-    assert pod_totals(p, "requests") == {"cpu": Fraction(1, 2)}
-    assert decimal_si(Fraction(3, 2), milli=True) == "1500m"
-    assert decimal_si(Fraction(2), milli=True) == "2"
-    assert decimal_si(Fraction(2 * 10**9), milli=False) == "2G"
-    assert decimal_si(Fraction(134217728), milli=False) == "134217728"
+    totals = pod_totals(p, "requests")
+    assert {k: v.amount for k, v in totals.items()} == {"cpu": Fraction(1, 2)} and str(totals["cpu"]) == "500m"
+
+
+def test_quantities_print_canonically() -> None:
+    assert canonical(Fraction(3, 2), DECIMAL_SI) == "1500m"
+    assert canonical(Fraction(2), DECIMAL_SI) == "2"
+    assert canonical(Fraction(15000), DECIMAL_SI) == "15k"
+    assert canonical(Fraction(1500), DECIMAL_SI) == "1500"
+    assert canonical(Fraction(134217728), BINARY_SI) == "128Mi"
+    assert canonical(Fraction(1500), BINARY_SI) == "1500"
+    assert canonical(Fraction(1, 2), BINARY_SI) == "500m"
+    assert [str(Quantity.of(v)) for v in ("0.5", "1.5Gi", "1e3", "1000", 2, "100Mi", "0")] == [
+        "500m", "1536Mi", "1e3", "1k", "2", "100Mi", "0"]
 
 
 async def test_pvc_min_max(nursery: trio.Nursery) -> None:

@@ -18,6 +18,7 @@ costs no storage read per pod.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import OrderedDict
 from fractions import Fraction
@@ -38,7 +39,6 @@ PVC: Final = "PersistentVolumeClaim"
 LIVE_TTL_S: Final = 30.0
 LIVE_CACHE_SIZE: Final = 10_000
 _MAX_MILLI_VALUE: Final = (2**63 - 1) // 1000  # resource.MaxMilliValue
-_DECIMAL_SUFFIXES: Final = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"))
 
 
 def _d(value: object) -> Obj:
@@ -62,38 +62,61 @@ def _milli(q: Fraction) -> int:
     return math.ceil(q * 1000)  # Quantity.MilliValue()
 
 
+BINARY_SI: Final = "BinarySI"
+DECIMAL_SI: Final = "DecimalSI"
+DECIMAL_EXPONENT: Final = "DecimalExponent"
+_DECIMAL_SUFFIX_OF: Final = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY_SUFFIX_OF: Final = {10: "Ki", 20: "Mi", 30: "Gi", 40: "Ti", 50: "Pi", 60: "Ei"}
+_SUFFIX_RE: Final = re.compile(r"[+-]?[0-9.]+(.*)")
+
+
+def quantity_format(value: object) -> str:
+    """The format a quantity was written in (resource.Quantity's ``Format``), which it prints in."""
+    m = _SUFFIX_RE.fullmatch(value.strip()) if isinstance(value, str) else None
+    suffix = m.group(1) if m else ""
+    if suffix.endswith("i"):
+        return BINARY_SI
+    if suffix[:1] in ("e", "E"):
+        return DECIMAL_EXPONENT
+    return DECIMAL_SI
+
+
+def canonical(amount: Fraction, fmt: str) -> str:
+    """Quantity.String(): the canonical text of ``amount`` in ``fmt`` (kube's CanonicalizeBytes)."""
+    if amount == 0:
+        return "0"
+    if fmt == BINARY_SI and (-1024 < amount < 1024 or amount.denominator != 1):
+        fmt = DECIMAL_SI  # small or fractional: shown in decimal, not rounded
+    if fmt == BINARY_SI:
+        n, exp = int(amount), 0
+        while exp < 60 and n % 1024 == 0:
+            n //= 1024
+            exp += 10
+        return f"{n}{_BINARY_SUFFIX_OF.get(exp, '')}"
+    amount = Fraction(math.ceil(amount * 10**9), 10**9)  # nano precision, rounded up
+    for exp in range(18, -12, -3):
+        mantissa = amount / Fraction(10) ** exp
+        if mantissa.denominator == 1:
+            suffix = _DECIMAL_SUFFIX_OF[exp] if fmt == DECIMAL_SI else (f"e{exp}" if exp else "")
+            return f"{mantissa.numerator}{suffix}"
+    return str(float(amount))  # not reached: at nano precision some mantissa is whole
+
+
 class Quantity:
-    """A quantity as given (its text is what kube's ``String()`` prints) and its exact value."""
+    """A quantity: its exact value and the format it prints in (its ``String()`` is canonical)."""
 
-    __slots__ = ("text", "amount")
+    __slots__ = ("amount", "format")
 
-    def __init__(self, text: str, amount: Fraction) -> None:
-        self.text = text
+    def __init__(self, amount: Fraction, fmt: str = DECIMAL_SI) -> None:
         self.amount = amount
+        self.format = fmt
 
     @classmethod
     def of(cls, value: object) -> Quantity:
-        return cls(value if isinstance(value, str) else str(value), _q(value))
+        return cls(_q(value), quantity_format(value))
 
     def __str__(self) -> str:
-        return self.text
-
-
-def decimal_si(amount: Fraction, *, milli: bool) -> str:
-    """The canonical DecimalSI text of ``resource.NewMilliQuantity`` / ``NewQuantity`` sums."""
-    if milli:
-        m = _milli(amount)
-        if m % 1000:
-            return f"{m}m"
-        n = m // 1000
-    else:
-        n = _value(amount)
-    if n == 0:
-        return "0"
-    for exp, suffix in _DECIMAL_SUFFIXES:
-        if n % 10**exp == 0:
-            return f"{n // 10**exp}{suffix}"
-    return str(n)
+        return canonical(self.amount, self.format)
 
 
 ResourceList = dict[str, Quantity]
@@ -237,43 +260,44 @@ def merge_pod_resource_requirements(pod: Obj, requests: Obj, limits: Obj) -> Non
 # ------------------------------------------------------------------ pod totals
 
 
-def _add(total: dict[str, Fraction], items: dict[str, Fraction]) -> None:
+def _add(total: ResourceList, items: ResourceList) -> None:
+    """addResourceList: a sum keeps the format of the quantity it started from."""
     for k, v in items.items():
-        total[k] = total.get(k, Fraction(0)) + v
+        if k in total:
+            total[k] = Quantity(total[k].amount + v.amount, total[k].format)
+        else:
+            total[k] = Quantity(v.amount, v.format)
 
 
-def _max(total: dict[str, Fraction], items: dict[str, Fraction]) -> None:
+def _max(total: ResourceList, items: ResourceList) -> None:
     for k, v in items.items():
-        if k not in total or v > total[k]:
-            total[k] = v
+        if k not in total or v.amount > total[k].amount:
+            total[k] = Quantity(v.amount, v.format)
 
 
-def pod_totals(pod: Obj, key: str) -> dict[str, Fraction]:
+def pod_totals(pod: Obj, key: str) -> ResourceList:
     """kube's ``podRequests`` / ``podLimits`` (``key``: requests or limits): the containers summed,
     restartable init containers (sidecars) added to them, and the largest of the init containers
     (each with the sidecars started before it) where that is more."""
     spec = _d(pod.get("spec"))
-    total: dict[str, Fraction] = {}
+    total: ResourceList = {}
     for ctr in _dicts(spec.get("containers")):
-        _add(total, {k: _q(v) for k, v in _d(_d(ctr.get("resources")).get(key)).items()})
-    sidecars: dict[str, Fraction] = {}
-    init_peak: dict[str, Fraction] = {}
+        _add(total, _resource_list(_d(ctr.get("resources")).get(key)))
+    sidecars: ResourceList = {}
+    init_peak: ResourceList = {}
     for ctr in _dicts(spec.get("initContainers")):
-        own = {k: _q(v) for k, v in _d(_d(ctr.get("resources")).get(key)).items()}
+        own = _resource_list(_d(ctr.get("resources")).get(key))
         if ctr.get("restartPolicy") == "Always":
             _add(total, own)
             _add(sidecars, own)
             _max(init_peak, sidecars)
         else:
-            step = dict(own)
+            step: ResourceList = {}
+            _add(step, own)
             _add(step, sidecars)
             _max(init_peak, step)
     _max(total, init_peak)
     return total
-
-
-def _pod_list(totals: dict[str, Fraction]) -> ResourceList:
-    return {k: Quantity(decimal_si(v, milli=k == "cpu"), v) for k, v in totals.items()}
 
 
 # ------------------------------------------------------------------ checks
@@ -300,8 +324,7 @@ def pod_validate(limit_range: Obj, pod: Obj) -> str:
                     reasons += _item_reasons(item, CONTAINER, _resource_list(resources.get("requests")),
                                              _resource_list(resources.get("limits")))
         elif limit_type == POD:
-            reasons += _item_reasons(item, POD, _pod_list(pod_totals(pod, "requests")),
-                                     _pod_list(pod_totals(pod, "limits")))
+            reasons += _item_reasons(item, POD, pod_totals(pod, "requests"), pod_totals(pod, "limits"))
     return aggregate(reasons)
 
 
@@ -331,6 +354,8 @@ class LimitRanger(Plugin):
     def _supports(a: Attributes) -> bool:
         if a.subresource or not isinstance(a.obj, dict):
             return False
+        if isinstance(a.old, dict) and _d(a.old.get("metadata")).get("deletionTimestamp"):
+            return False  # an object on its way out is not held to the ranges
         if a.plural == "pods":
             # containers' resources cannot change on update: nothing to default or check there
             return a.operation == CREATE
@@ -377,4 +402,4 @@ class LimitRanger(Plugin):
                 raise forbidden(a, reason)
 
 
-__all__ = ["LIMIT_RANGER_ANNOTATION", "LimitRanger", "decimal_si", "pod_totals", "pod_validate", "pvc_validate"]
+__all__ = ["LIMIT_RANGER_ANNOTATION", "LimitRanger", "Quantity", "canonical", "pod_totals", "pod_validate", "pvc_validate"]
