@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional
@@ -205,6 +205,37 @@ def _env(params: bool, authorizer: bool) -> Any:
     return e
 
 
+_typed_envs: dict[tuple[Any, ...], Any] = {}
+
+
+def _env_with(params: bool, authorizer: bool, typed: tuple[tuple[str, Any], ...]) -> Any:
+    """The environment with a policy's composited variables declared one by one (``variables_<name>``,
+    each of its expression's type), as kube types ``variables`` with a field per variable."""
+    if not typed:
+        return _env(params, authorizer)
+    key = (params, authorizer, tuple((n, t.name()) for n, t in typed))
+    e = _typed_envs.get(key)
+    if e is None:
+        with _env_lock:
+            e = _typed_envs.get(key)
+            if e is None:
+                names = {"object": T.DYN, "oldObject": T.DYN, "request": T.DYN, "namespaceObject": T.DYN,
+                         "variables": T.DYN}
+                if params:
+                    names["params"] = T.DYN
+                if authorizer:
+                    names["authorizer"] = T.DYN
+                for n, t in typed:
+                    names[_VAR_PREFIX + n] = t
+                if len(_typed_envs) > 1024:
+                    _typed_envs.clear()
+                e = _typed_envs[key] = cel.NewEnv(variables=names, extensions=[ext_optional.ExtOptional(),
+                                                                               ext_bindings.ExtBindings()],
+                                                  functions=_decls() + _authz_decls())
+    return e
+
+
+_VAR_PREFIX = "variables_"
 _STATUS = re.compile(r"^[A-Z_]+: ")
 _STATUS_TAIL = re.compile(r" \[[A-Z_]+\]$")
 
@@ -303,6 +334,7 @@ class Compiled:
     kind: str
     program: Any
     output: str
+    ctype: Any
     references: frozenset[str]
     all_variables: bool
     uses_authorizer: bool
@@ -331,9 +363,10 @@ class Compiled:
                     _, pending = self._run(act, budget, charge=False)
                 except EvalError:
                     pending = set(act.last_pending)
-                if not pending:
+                if not pending and not act.pending_for(self):
                     break
-                await act.resolve(pending)
+                if pending:
+                    await act.resolve(pending)
         return self.evaluate(act, budget)
 
     def _run(self, act: Activation, budget: Budget | None, *, charge: bool = True) -> tuple[Any, set[Any]]:
@@ -387,6 +420,7 @@ def _plain(v: Any) -> Any:
 
 # cel-cpp names the whole qualified reference; cel-go its first segment
 _UNDECLARED = re.compile(r"(undeclared reference to '[A-Za-z_][A-Za-z0-9_]*)\.[^']*'")
+_NO_VALUE = re.compile(r'No value with name "variables_(.*)" found in Activation')
 _KEY_NOT_FOUND = re.compile(r'Key not found in map : "?(.*?)"?$')
 
 
@@ -399,31 +433,43 @@ def _eval_message(text: str, act: Activation | None = None) -> str:
         if act is not None and key in act.var_errors:
             return act.var_errors[key]
         return f"no such key: {key}"
+    m = _NO_VALUE.match(text)
+    if m and act is not None and m.group(1) in act.var_errors:
+        return act.var_errors[m.group(1)]
     m = re.match(r"Index error: index=(-?\d+) size=(\d+)", text)
     if m:
         return f"index out of range: {m.group(1)}"
     m = re.match(r"No matching overloads found : (.*)$", text)
     if m:
         return f"no such overload: {m.group(1)}"
+    if text.startswith("Iteration budget exceeded"):
+        return COST_LIMIT_EXCEEDED  # cel-cpp's comprehension limit, met before kube's per-call cost
     if text.startswith("Applying SELECT to non-message type"):
         return "no such key"  # a field read on null
     return text
 
 
-def compile_expression(text: str, variables: Iterable[str] = (), *, kind: str = "bool", params: bool = True,
-                       authorizer: bool = True) -> Compiled:
+def compile_expression(text: str, variables: Iterable[str] | Mapping[str, Compiled | CelError] = (), *,
+                       kind: str = "bool", params: bool = True, authorizer: bool = True) -> Compiled:
     """Compile ``text`` in the admission environment: ``variables`` are the composited variables it may
     read (``variables.<name>``), ``params``/``authorizer`` whether those are declared (kube declares
     ``params`` only for a policy with paramKind, ``authorizer`` not in messageExpressions), ``kind``
     the return type required ("bool", "string", "string_or_null", "any"). Raises ``CelError``."""
-    declared = set(variables)
+    declared = dict(variables) if isinstance(variables, Mapping) else {n: None for n in variables}
     refs, where, whole = variable_references(text)
+    source = list(text)
+    typed: dict[str, Any] = {}
     for name, offset in where:
         if name not in declared:
             loc, src = _caret(text, offset)
             raise CelError(f"compilation failed: ERROR: {loc}: undefined field '{name}'\n{src}")
+        if text[offset] == ".":  # variables.x → variables_x (same length: issue columns stay kube's)
+            source[offset] = "_"
+            v = declared[name]
+            typed[name] = v.ctype if isinstance(v, Compiled) else T.DYN
     try:
-        program = _env(params, authorizer).compile(rewrite(text))
+        program = _env_with(params, authorizer, tuple(sorted(typed.items(), key=lambda kv: kv[0]))).compile(
+            rewrite("".join(source)))
     except RuntimeError as e:
         raise CelError("compilation failed: " + _UNDECLARED.sub(r"\1'", _strip(str(e)))) from None
     output = type_name(program.return_type().name())
@@ -432,7 +478,8 @@ def compile_expression(text: str, variables: Iterable[str] = (), *, kind: str = 
         if len(wanted) == 1:
             raise CelError(f"must evaluate to {wanted[0]} but got {output}")
         raise CelError(f"must evaluate to one of [{' '.join(wanted)}] but got {output}")
-    return Compiled(text=text, kind=kind, program=program, output=output, references=frozenset(refs),
+    return Compiled(text=text, kind=kind, program=program, output=output, ctype=program.return_type(),
+                    references=frozenset(refs),
                     all_variables=whole, uses_authorizer=authorizer and "authorizer" in text,
                     static_cost=_static_cost(text))
 
@@ -556,7 +603,9 @@ class Activation:
         if c.references or c.all_variables:
             for name in self.needed(c):
                 self._variable(name, budget)
-            data["variables"] = {k: v for k, v in self.var_values.items()}
+            data["variables"] = dict(self.var_values)
+            for k, v in self.var_values.items():
+                data[_VAR_PREFIX + k] = v
         else:
             data["variables"] = {}
         return data
@@ -619,7 +668,7 @@ def compile_variables(specs: Iterable[tuple[str, str]], *, params: bool = True,
     out: dict[str, Compiled | CelError] = {}
     for name, expr in specs:
         try:
-            out[name] = compile_expression(expr, out.keys(), kind="any", params=params, authorizer=authorizer)
+            out[name] = compile_expression(expr, dict(out), kind="any", params=params, authorizer=authorizer)
         except CelError as e:
             out[name] = e
     return out

@@ -221,7 +221,7 @@ def compile_policy(policy: Obj) -> CompiledPolicy:
     variables = cel.compile_variables(
         [(str(v.get("name") or ""), str(v.get("expression") or "")) for v in spec.get("variables") or ()],
         params=has_params, authorizer=True)
-    names = list(variables)
+    names = variables
     conditions = [(str(m.get("name") or ""), _compile(str(m.get("expression") or ""), names, "bool", has_params))
                   for m in spec.get("matchConditions") or ()]
     validations = []
