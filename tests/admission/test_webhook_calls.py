@@ -375,3 +375,57 @@ async def test_users_and_patch_serialisation_in_the_review(env: Env, server: Adm
     review = server.seen[0].review
     # the body is JSON a Go webhook decodes: object is the full ConfigMap
     assert orjson.loads(orjson.dumps(review))["request"]["object"]["kind"] == "ConfigMap"
+
+
+async def test_credentials_from_the_webhook_admission_configuration(nursery: trio.Nursery, tmp_path: Path) -> None:
+    import base64
+
+    import yaml
+
+    from kapi.admission.chain import AdmissionConfigError, build_chain
+    from kapi.admission.plugin import Objects, PluginDeps
+    from kapi.admission.webhook.auth import resolver_from
+    server = new_server(tmp_path, client_certs=True)
+    try:
+        assert server.server is not None
+        port = server.server.server_address[1]
+        kubeconfig = tmp_path / "webhooks.kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [
+            {"name": f"127.0.0.1:{port}", "user": {
+                "client-certificate-data": base64.b64encode(server.pki.client_cert).decode(),
+                "client-key-data": base64.b64encode(server.pki.client_key).decode()}},
+            {"name": "*", "user": {"token": "default-token"}},
+        ]}))
+        config = {"apiVersion": "apiserver.config.k8s.io/v1", "kind": "WebhookAdmissionConfiguration",
+                  "kubeConfigFile": str(kubeconfig)}
+        env = await start_env(nursery, configuration={"ValidatingAdmissionWebhook": config})
+        await env.configure(VWC, "auth", [webhook("auth.example.com", server)])
+        await env.create_cm(cm("one"))
+        assert server.seen[0].client_cn == "kube-apiserver"  # the client certificate of the kubeconfig's user
+        assert "authorization" not in server.seen[0].headers
+
+        # another host: the "*" user's token
+        resolver = resolver_from(config, "ValidatingAdmissionWebhook")
+        assert resolver.for_target("hook.app.svc:443").headers == (("Authorization", "Bearer default-token"),)
+        assert resolver.for_target(f"127.0.0.1:{port}").cert_pem == server.pki.client_cert
+
+        registry = env.registry
+        with pytest.raises(AdmissionConfigError) as caught:
+            build_chain(["ValidatingAdmissionWebhook"], PluginDeps(registry, Objects(registry, None), configuration={
+                "ValidatingAdmissionWebhook": {**config, "kubeConfigFile": "relative.kubeconfig"}}))
+        assert str(caught.value) == ('ValidatingAdmissionWebhook: kubeConfigFile: Invalid value: "relative.kubeconfig": '
+                                     'must be an absolute file path')
+    finally:
+        server.stop()
+
+
+def test_credentials_lookup_order() -> None:
+    from kapi.admission.webhook.auth import AuthInfoResolver, Credentials
+    users = {n: Credentials(n) for n in ("a.b.svc:8443", "*.b.svc:8443", "c.b.svc", "*.svc", "*")}
+    r = AuthInfoResolver(users)
+    assert r.for_target("a.b.svc:8443").name == "a.b.svc:8443"
+    assert r.for_target("x.b.svc:8443").name == "*.b.svc:8443"
+    assert r.for_target("c.b.svc:443").name == "c.b.svc"  # :443 looked up without the port too
+    assert r.for_target("d.e.svc:443").name == "*.svc"
+    assert r.for_target("d.e.svc:9443").name == "*"
+    assert AuthInfoResolver().for_target("x:1").name == ""

@@ -67,6 +67,8 @@ def patch_of(ops: list[Obj]) -> str:
 class Seen:
     path: str
     review: Obj
+    headers: dict[str, str] = field(default_factory=dict)
+    client_cn: str = ""
 
 
 @dataclass
@@ -77,6 +79,7 @@ class AdmissionServer:
     handler: Handler = lambda path, review: allow(review)
     seen: list[Seen] = field(default_factory=list)
     delay_s: float = 0.0
+    client_certs: bool = False  # ask for (and verify) a client certificate of the CA
     server: http.server.ThreadingHTTPServer | None = None
 
     @property
@@ -96,7 +99,9 @@ class AdmissionServer:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = orjson.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                hook.seen.append(Seen(self.path, body))
+                peer = self.connection.getpeercert()  # type: ignore[attr-defined]
+                cn = dict(x[0] for x in peer["subject"]).get("commonName", "") if peer else ""
+                hook.seen.append(Seen(self.path, body, {k.lower(): v for k, v in self.headers.items()}, cn))
                 if hook.delay_s:
                     time.sleep(hook.delay_s)
                 code, reply = hook.handler(self.path, body)
@@ -115,6 +120,9 @@ class AdmissionServer:
 
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(self.pki.server_cert, self.pki.server_key)
+        if self.client_certs:
+            ctx.load_verify_locations(self.pki.ca)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
         server.socket = ctx.wrap_socket(server.socket, server_side=True)
@@ -155,8 +163,8 @@ def service_pki(where: Path, dns_name: str) -> Pki:
 
 
 def new_server(tmp: Path, handler: Handler | None = None, label: str = "webhook-ca",
-               pki: Pki | None = None) -> AdmissionServer:
-    server = AdmissionServer(pki or make_pki(tmp / "pki", label))
+               pki: Pki | None = None, client_certs: bool = False) -> AdmissionServer:
+    server = AdmissionServer(pki or make_pki(tmp / "pki", label), client_certs=client_certs)
     if handler is not None:
         server.handler = handler
     server.start()
@@ -277,7 +285,7 @@ class Env:
 
 async def start_env(nursery: trio.Nursery, plugins: tuple[str, ...] = ("NamespaceLifecycle", "MutatingAdmissionWebhook",
                                                                       "ValidatingAdmissionWebhook"),
-                    access: Any = None) -> Env:
+                    access: Any = None, configuration: dict[str, Obj] | None = None) -> Env:
     storage = MemoryStorage()
     await nursery.start(storage.run)
     registry = Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
@@ -288,7 +296,7 @@ async def start_env(nursery: trio.Nursery, plugins: tuple[str, ...] = ("Namespac
                                        "metadata": {"name": name, "labels": labels}}, WriteOptions())
     informers = Informers(registry)
     deps = PluginDeps(registry, Objects(registry, informers), access=access, client_factory=factory,
-                      resolve_service=registry_service_resolver(registry))
+                      resolve_service=registry_service_resolver(registry), configuration=configuration or {})
     chain = build_chain(list(plugins), deps)
     await nursery.start(informers.run)
     await nursery.start(chain.run)

@@ -17,6 +17,7 @@ import trio
 from kapi.admission.matching import is_exempt
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
 from kapi.admission.webhook import dispatch
+from kapi.admission.webhook.auth import resolver_from
 from kapi.admission.webhook.source import MUTATING, VALIDATING, HookSource
 
 
@@ -26,7 +27,8 @@ class _WebhookPlugin(Plugin):
     def __init__(self, deps: PluginDeps) -> None:
         super().__init__(deps)
         deps.objects.watch("", "namespaces")  # namespaceSelector reads namespaces' labels
-        self.source = HookSource(deps.objects, self.resource, deps.client_factory, deps.resolve_service)
+        self.source = HookSource(deps.objects, self.resource, deps.client_factory, deps.resolve_service,
+                                 resolver_from(deps.configuration.get(self.name), self.name))
 
     async def _ready(self, a: Attributes) -> bool:
         """False for a request webhooks never see; 403 while the configurations are not read yet."""

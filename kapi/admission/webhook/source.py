@@ -14,6 +14,7 @@ import base64
 import binascii
 import logging
 import ssl
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ from kapi import errors
 from kapi.admission import cel
 from kapi.admission.matching import parse_selector
 from kapi.admission.plugin import Objects
+from kapi.admission.webhook.auth import NONE, AuthInfoResolver, Credentials
 from kapi.apis.crdconversion import ClientFactory, HookClient, ServiceResolver
 from kapi.object.selectors import LabelSelector
 
@@ -58,7 +60,7 @@ class Hook:
     obj_selector_error: errors.StatusError | None = None
     _conditions: list[tuple[str, cel.Compiled | cel.CelError]] | None = None
     client_config_key: bytes = b""
-    _ssl: ssl.SSLContext | None = None
+    _ssl: dict[str, ssl.SSLContext] = field(default_factory=dict)
 
     @classmethod
     def of(cls, uid: str, configuration: str, spec: Obj, mutating: bool) -> Hook:
@@ -120,9 +122,11 @@ class Hook:
             self._conditions = out
         return self._conditions
 
-    def ssl_context(self) -> ssl.SSLContext:
-        """The TLS context verifying the webhook: its caBundle, else the system's roots."""
-        if self._ssl is None:
+    def ssl_context(self, creds: Credentials = NONE) -> ssl.SSLContext:
+        """The TLS context verifying the webhook (its caBundle, else the system's roots) and
+        presenting ``creds``' client certificate."""
+        found = self._ssl.get(creds.name)
+        if found is None:
             ca = (self.spec.get("clientConfig") or {}).get("caBundle")
             try:
                 if ca:
@@ -130,10 +134,11 @@ class Hook:
                     ctx = ssl.create_default_context(cadata=pem)
                 else:
                     ctx = ssl.create_default_context()
-            except (binascii.Error, UnicodeDecodeError, ssl.SSLError, ValueError) as exc:
+                creds.load_into(ctx)
+            except (binascii.Error, UnicodeDecodeError, ssl.SSLError, OSError, ValueError) as exc:
                 raise ClientError(f"could not get REST client: unable to load root certificates: {exc}") from exc
-            self._ssl = ctx
-        return self._ssl
+            found = self._ssl[creds.name] = ctx
+        return found
 
 
 class ClientError(Exception):
@@ -148,6 +153,15 @@ class Target:
     shown: str
     url: str
     server_name: str
+    creds: Credentials = NONE
+
+
+def _host_port(url: str) -> str:
+    """kube's lookup key of a URL webhook's credentials: its host and port (443 when none)."""
+    netloc = urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
+    if not netloc.rsplit("]", 1)[-1].count(":"):
+        netloc += ":443"
+    return netloc
 
 
 def _with_timeout(url: str, timeout_s: int) -> str:
@@ -163,6 +177,7 @@ class HookSource:
     resource: str  # MUTATING or VALIDATING
     client_factory: ClientFactory | None = None
     resolve_service: ServiceResolver | None = None
+    auth: AuthInfoResolver = field(default_factory=AuthInfoResolver)
     _hooks: list[Hook] = field(default_factory=list)
     _fingerprint: tuple[tuple[str, str], ...] | None = None
     _dirty: bool = True
@@ -244,7 +259,7 @@ class HookSource:
         cc = hook.spec.get("clientConfig") or {}
         if cc.get("url"):
             url = _with_timeout(str(cc["url"]), hook.timeout_s)
-            return Target(url, url, "")
+            return Target(url, url, "", self.auth.for_target(_host_port(str(cc["url"]))))
         svc = cc.get("service") or {}
         namespace, name = str(svc.get("namespace") or ""), str(svc.get("name") or "")
         port = svc.get("port") if isinstance(svc.get("port"), int) else 443
@@ -260,11 +275,12 @@ class HookSource:
         except errors.StatusError as exc:
             raise CallTargetError(shown, exc.message) from exc
         netloc = f"[{host}]" if ":" in host else host
-        return Target(shown, _with_timeout(f"https://{netloc}:{to_port}{path}", hook.timeout_s), server_name)
+        return Target(shown, _with_timeout(f"https://{netloc}:{to_port}{path}", hook.timeout_s), server_name,
+                      self.auth.for_target(f"{server_name}:{port}"))
 
     def client(self, hook: Hook, target: Target) -> HookClient:
         """The kept client of ``hook`` for ``target`` (made now if there is none, or it changed)."""
-        key = (hook.client_config_key, target.url, target.server_name)
+        key = (hook.client_config_key, target.url, target.server_name, target.creds.name)
         found = self._clients.get(hook.uid)
         if found is not None:
             if found[0] == key:
@@ -274,7 +290,11 @@ class HookSource:
         if self.client_factory is None:
             raise ClientError("could not get REST client: no webhook client is configured")
         # The call's own time-out bounds the exchange (kube's context deadline); the client's is a backstop.
-        client = self.client_factory(target.url, hook.ssl_context(), target.server_name, hook.timeout_s + 5.0)
+        client = self.client_factory(target.url, hook.ssl_context(target.creds), target.server_name,
+                                     hook.timeout_s + 5.0)
+        if target.creds.headers and hasattr(client, "headers"):
+            # the credentials' headers (a bearer token) on every request of the client
+            client.headers = {**dict(client.headers), **dict(target.creds.headers)}
         self._clients[hook.uid] = (key, client)
         return client
 
