@@ -11,7 +11,8 @@ that then failed. The status is written only when it changes, with the quota's r
 
 The objects are read from the shared informers: pods, services, claims and the legacy counted
 resources from the start, any other ``count/<resource>.<group>`` a quota names from the first sync
-of that quota on (an informer started for it).
+of that quota on (an informer started for it). A quota counting a resource not served yet (a CRD
+to come) is synced again every 30 s until it is.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kapi.registry.store import Registry, WriteOptions
 log = logging.getLogger("kapi.controllers")
 Obj = dict[str, Any]
 RESYNC_S = 300.0
+DISCOVERY_S = 30.0  # quotas counting a resource not served yet look again this often (kube's discovery resync)
 RETRY_S = 1.0
 _MONITORED = (("", "pods"), ("", "services"), ("", "persistentvolumeclaims"), *LEGACY_COUNT_NAMES)
 
@@ -51,6 +53,8 @@ class ResourceQuotaController:
         self.evaluators = Evaluators()
         self._queue = WorkQueue()
         self._monitors: dict[tuple[str, str], tuple[Informer, Registration]] = {}
+        # Quotas (namespace/name) counting a resource that is not served (yet): a CRD's to come
+        self._unserved: set[str] = set()
         for group, resource in _MONITORED:
             self.objects.watch(group, resource)  # asked for before the informers start: synced with them
 
@@ -61,6 +65,7 @@ class ResourceQuotaController:
                 self._monitor(group, resource)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._resync)
+                nursery.start_soon(self._discover)
                 task_status.started()
                 while True:
                     key = await self._queue.get()
@@ -87,6 +92,14 @@ class ResourceQuotaController:
             await trio.sleep(self.resync_s)
             for item in self.quotas.items():
                 self._queue.add(f"{item.namespace}/{item.name}")
+
+    async def _discover(self) -> None:
+        """Quotas counting a resource that was not served are synced again once it may be."""
+        while True:
+            await trio.sleep(DISCOVERY_S)
+            waiting, self._unserved = self._unserved, set()
+            for key in waiting:
+                self._queue.add(key)
 
     # ------------------------------------------------------------ events
 
@@ -148,7 +161,13 @@ class ResourceQuotaController:
         dirty = (not equals(hard, parse_list(status.get("hard"))) or status.get("hard") is None
                  or status.get("used") is None)
         used = parse_list(status.get("used"))
-        used.update(await self.calculate_usage(namespace, quota, hard))
+        computed, unserved = await self.calculate_usage(namespace, quota, hard)
+        used.update(computed)
+        key = f"{namespace}/{name}"
+        if unserved:
+            self._unserved.add(key)
+        else:
+            self._unserved.discard(key)
         used = mask(used, hard)
         dirty = dirty or not equals(used, parse_list(status.get("used")))
         if not dirty:
@@ -159,25 +178,27 @@ class ResourceQuotaController:
         except errors.NotFound:
             return
 
-    async def calculate_usage(self, namespace: str, quota: Obj, hard: ResourceList) -> ResourceList:
+    async def calculate_usage(self, namespace: str, quota: Obj, hard: ResourceList) -> tuple[ResourceList, bool]:
         """kube's CalculateUsage: each evaluator measuring some of the hard resources, over the
-        namespace's objects in the quota's scopes."""
+        namespace's objects in the quota's scopes; and whether some resource counted is not served."""
         selectors = scope_selectors(quota)
         found = self.evaluators.for_names(hard)
         matched = {n for ev in found.values() for n in ev.matching_resources(hard)}
         usage: ResourceList = {}
+        unserved = False
         for (group, resource), evaluator in found.items():
             wanted = evaluator.matching_resources(matched)
             if not wanted:
                 continue
             if self.objects.resource(group, resource) is None:
+                unserved = True
                 continue  # not served (yet): nothing to count
             self._monitor(group, resource)
             objects = await self.objects.list(group, resource, namespace)
             stats = evaluator.usage_stats(objects, selectors, wanted)
             for key, value in stats.items():
                 usage[key] = usage[key] + value if key in usage else value
-        return mask(usage, matched)
+        return mask(usage, matched), unserved
 
 
 __all__ = ["RESYNC_S", "ResourceQuotaController"]
