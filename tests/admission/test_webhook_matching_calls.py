@@ -52,6 +52,13 @@ async def test_namespace_selector(env: Env, server: AdmissionServer) -> None:
     await env.registry.create(nsr, "", {"apiVersion": "v1", "kind": "Namespace",
                                         "metadata": {"name": "d2", "labels": {"env": "dev"}}}, env.opts())
     assert names(server) == ["in-prod", "p2"]
+    assert "namespace" not in server.seen[-1].review["request"]
+    # an update of a Namespace is, as kube's request info has it, in the namespace itself
+    await env.registry.guaranteed_update(nsr, "", "p2", lambda o: {**o, "metadata": {**o["metadata"], "labels": {
+        "env": "prod", "more": "x"}}}, env.opts())
+    assert server.seen[-1].review["request"]["namespace"] == "p2"
+    assert server.seen[-1].review["request"]["operation"] == "UPDATE"
+    server.seen.pop()
 
     await env.configure(VWC, "ns", [webhook("ns.example.com", server, namespaceSelector={
         "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["prod"]}]})])

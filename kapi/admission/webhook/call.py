@@ -123,6 +123,8 @@ def review(a: Attributes, uid: str, version: str, matched: Resource, matched_kin
     request = admission_request(a, uid, matched=matched, matched_kind=matched_kind, objects=False)
     if not request.get("name"):
         request.pop("name", None)  # omitempty
+    if (a.group, a.plural) == ("", "namespaces") and a.name and not a.namespace and a.operation != "CREATE":
+        request["namespace"] = a.name  # kube's request info: /api/v1/namespaces/<name> is in namespace <name>
     if a.operation == "CONNECT" and not a.options:
         request["options"] = None
     request["object"] = obj
