@@ -83,3 +83,26 @@ async def test_cancelled_waiter_is_not_charged_and_the_batch_finishes(nursery: t
     await plugin.validate(attrs(registry, "c"))
     assert await used(registry) == {"configmaps": "2"}
     assert not plugin._work and not plugin._busy
+
+
+async def test_a_failing_quota_write_fails_the_batch_with_its_error(nursery: trio.Nursery) -> None:
+    from kapi import errors
+
+    registry, plugin = await setup(nursery)
+
+    async def broken(*args: Any, **kw: Any) -> Any:
+        raise errors.StorageUnavailable("storage is down")
+
+    registry.update = broken  # type: ignore[method-assign]
+    failures: list[errors.StatusError] = []
+
+    async def admit(name: str) -> None:
+        try:
+            await plugin.validate(attrs(registry, name))
+        except errors.StatusError as exc:
+            failures.append(exc)
+
+    async with trio.open_nursery() as n:
+        for name in ("a", "b", "c"):
+            n.start_soon(admit, name)
+    assert [(f.code, f.message) for f in failures] == [(500, "Internal error occurred: storage is down")] * 3

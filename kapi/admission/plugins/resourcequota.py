@@ -273,7 +273,14 @@ class ResourceQuota(Plugin):
                 try:
                     with trio.CancelScope(shield=True) as scope:
                         scope.deadline = trio.current_time() + BATCH_TIMEOUT_S
-                        await self._check_batch(namespace, batch)
+                        try:
+                            await self._check_batch(namespace, batch)
+                        except errors.KapiError as exc:  # reading or writing quotas failed: so do they all
+                            failure = exc if isinstance(exc, errors.StatusError) else \
+                                errors.InternalError(f"Internal error occurred: {exc}")
+                            for w in batch:
+                                if w.result is _UNDECIDED:
+                                    w.result = failure
                 finally:
                     for w in batch:
                         w.done.set()
