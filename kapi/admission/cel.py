@@ -333,6 +333,7 @@ class Compiled:
     text: str
     kind: str
     program: Any
+    env: Any
     output: str
     ctype: Any
     references: frozenset[str]
@@ -349,7 +350,8 @@ class Compiled:
 
     async def evaluate_async(self, act: Activation, budget: Budget | None = None) -> Any:
         """The value, with the authorizer checks it makes resolved through the server's authorizer."""
-        if act.authorizer is not None and (self.uses_authorizer or act.uses_authorizer(self)):
+        if act.authorizer is not None and (self.uses_authorizer or (
+                (self.references or self.all_variables) and act.uses_authorizer(self))):
             for _ in range(16):
                 needs: set[Any] = set()
                 for name in act.needed(self):
@@ -370,7 +372,7 @@ class Compiled:
         return self.evaluate(act, budget)
 
     def _run(self, act: Activation, budget: Budget | None, *, charge: bool = True) -> tuple[Any, set[Any]]:
-        data = act.data_for(self, budget)
+        data, celact = act.data_for(self, budget)
         cost = self.static_cost if self.static_cost <= 1000 else _runtime_cost(self.text, data)
         if charge:
             if cost > PER_CALL_LIMIT:
@@ -382,7 +384,7 @@ class Compiled:
         act.pending = set()
         try:
             try:
-                result = self.program.eval(data=data)
+                result = self.program.eval(activation=celact)
             except RuntimeError as e:  # cel-cpp's own iteration limit
                 raise EvalError(f"expression '{self.text}' resulted in error: {_eval_message(str(e), act)}") from None
         finally:
@@ -402,8 +404,13 @@ def _runtime_cost(text: str, data: dict[str, Any]) -> int:
     return _cost.saturating_add(total, AUTHZ_CHECK_COST * len(re.findall(r"\.\s*check\s*\(", text)))
 
 
+_MACRO_CALL = re.compile(r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(")
+
+
 def _static_cost(text: str) -> int:
-    base = len(_cost._tokens(text)) if not _cost._dynamic(text) else 1001
+    """The cost charged without looking at the values: one unit a token (and the authorizer's checks)
+    for an expression without comprehensions; above the cheap limit (measured on the values) with them."""
+    base = len(_cost._tokens(text)) if not _MACRO_CALL.search(text) else 1001
     return _cost.saturating_add(base, AUTHZ_CHECK_COST * len(re.findall(r"\.\s*check\s*\(", text)))
 
 
@@ -468,8 +475,8 @@ def compile_expression(text: str, variables: Iterable[str] | Mapping[str, Compil
             v = declared[name]
             typed[name] = v.ctype if isinstance(v, Compiled) else T.DYN
     try:
-        program = _env_with(params, authorizer, tuple(sorted(typed.items(), key=lambda kv: kv[0]))).compile(
-            rewrite("".join(source)))
+        env = _env_with(params, authorizer, tuple(sorted(typed.items(), key=lambda kv: kv[0])))
+        program = env.compile(rewrite("".join(source)))
     except RuntimeError as e:
         raise CelError("compilation failed: " + _UNDECLARED.sub(r"\1'", _strip(str(e)))) from None
     output = type_name(program.return_type().name())
@@ -478,7 +485,7 @@ def compile_expression(text: str, variables: Iterable[str] | Mapping[str, Compil
         if len(wanted) == 1:
             raise CelError(f"must evaluate to {wanted[0]} but got {output}")
         raise CelError(f"must evaluate to one of [{' '.join(wanted)}] but got {output}")
-    return Compiled(text=text, kind=kind, program=program, output=output, ctype=program.return_type(),
+    return Compiled(text=text, kind=kind, program=program, env=env, output=output, ctype=program.return_type(),
                     references=frozenset(refs),
                     all_variables=whole, uses_authorizer=authorizer and "authorizer" in text,
                     static_cost=_static_cost(text))
@@ -562,6 +569,7 @@ class Activation:
     last_pending: set[Any] = field(default_factory=set)
     _var_pending: dict[str, set[Any]] = field(default_factory=dict)
     _base: dict[str, Any] | None = None
+    _cel: dict[tuple[Any, ...], tuple[dict[str, Any], Any]] = field(default_factory=dict)
 
     def base(self) -> dict[str, Any]:
         if self._base is None:
@@ -598,17 +606,23 @@ class Activation:
     def pending_for(self, c: Compiled) -> bool:
         return any(self._var_pending.get(n) for n in self.needed(c))
 
-    def data_for(self, c: Compiled, budget: Budget | None) -> dict[str, Any]:
-        data = dict(self.base())
+    def data_for(self, c: Compiled, budget: Budget | None) -> tuple[dict[str, Any], Any]:
+        """The bindings of ``c`` (its variables evaluated first) and the engine's activation of them:
+        one per environment and set of variable values, shared by the expressions of the request."""
+        key: tuple[Any, ...] = (id(c.env),)
         if c.references or c.all_variables:
             for name in self.needed(c):
                 self._variable(name, budget)
-            data["variables"] = dict(self.var_values)
-            for k, v in self.var_values.items():
-                data[_VAR_PREFIX + k] = v
-        else:
-            data["variables"] = {}
-        return data
+            key += tuple((k, id(v)) for k, v in self.var_values.items())
+        hit = self._cel.get(key)
+        if hit is not None:
+            return hit
+        data = dict(self.base())
+        data["variables"] = dict(self.var_values)
+        for k, v in self.var_values.items():
+            data[_VAR_PREFIX + k] = v
+        out = self._cel[key] = (data, c.env.Activation(data=data))
+        return out
 
     def _variable(self, name: str, budget: Budget | None) -> None:
         if name in self.var_values or name in self.var_errors:

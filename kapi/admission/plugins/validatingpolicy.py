@@ -44,6 +44,23 @@ def _go_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _rules_outcome(constraints: Obj, a: Attributes, table: Any) -> str:
+    """Whether a policy's resourceRules match ``a``'s resource: "direct" (a rule names it, no rule has
+    resourceNames and nothing is excluded), "none" (no rule names it or an equivalent one), or "full"
+    (decide per request)."""
+    rules = constraints.get("resourceRules") or []
+    if not rules or constraints.get("excludeResourceRules") or any(r.get("resourceNames") for r in rules):
+        return "full"
+    if any(matching.rule_matches(r, a) for r in rules):
+        return "direct"
+    if constraints.get("matchPolicy") == "Exact":
+        return "none"
+    for res in matching.equivalents(a, table)[1:]:
+        if any(matching.rule_matches(r, a, res) for r in rules):
+            return "full"
+    return "none"
+
+
 class _Denied:
     __slots__ = ("policy", "binding", "decision")
 
@@ -61,6 +78,7 @@ class ValidatingAdmissionPolicy(Plugin):
         self.source = PolicySource(deps.objects, "validatingadmissionpolicies", "validatingadmissionpolicybindings")
         deps.objects.watch("", "namespaces")
         self._compiled: dict[str, tuple[tuple[str, Any], CompiledPolicy]] = {}
+        self._namespaces: dict[str, tuple[int, Obj]] = {}
 
     def compiled(self, policy: Obj) -> CompiledPolicy:
         """The policy compiled, once per generation."""
@@ -108,8 +126,11 @@ class ValidatingAdmissionPolicy(Plugin):
             constraints = spec.get("matchConstraints")
             if constraints is None:
                 continue  # "policy contained no match constraints, a required field": kube skips it
+            rules = self._rules(cp, constraints, a, table)
+            if rules is None:
+                continue
             try:
-                matches, matched = await matching.match_resources(constraints, a, self.deps.objects, table)
+                matches, matched = await matching.match_resources(rules, a, self.deps.objects, table)
             except errors.StatusError:
                 continue  # kube's validating dispatcher drops the definition's match error
             if not matches or matched is None:
@@ -154,9 +175,7 @@ class ValidatingAdmissionPolicy(Plugin):
                     if a.gvk == ("", "v1", "Namespace"):
                         ns_name = ""  # kube: a Namespace request carries its own name as namespace
                     if ns_name:
-                        namespace_obj = await self.deps.objects.get("", "namespaces", "", ns_name)
-                        if namespace_obj is None:
-                            raise errors.not_found("namespaces", "", ns_name)
+                        namespace_obj = await self._namespace(ns_name)
                 actions = [str(x) for x in bspec.get("validationActions") or ()]
                 for param in params:
                     authz = cel.authorizer_value(self.deps.access, a.user, a)
@@ -164,8 +183,9 @@ class ValidatingAdmissionPolicy(Plugin):
                                          variables=cp.variables, matched=matched, matched_kind=kind, obj=obj,
                                          old=old, versioned=True)
                     act.decisions = decisions_cache
-                    plain = cel.activation(a, params=param, namespace_obj=namespace_obj, variables=cp.variables,
-                                           matched=matched, matched_kind=kind, obj=obj, old=old, versioned=True)
+                    def plain(param: Any = param) -> cel.Activation:
+                        return cel.activation(a, params=param, namespace_obj=namespace_obj, variables=cp.variables,
+                                              matched=matched, matched_kind=kind, obj=obj, old=old, versioned=True)
                     result = await cp.validate(act, plain)
                     for i, d in enumerate(result.decisions):
                         if d.action != DENY:
@@ -190,6 +210,41 @@ class ValidatingAdmissionPolicy(Plugin):
                 self._annotate(a, f"{cp.name}/{key}", values[0] if len(values) == 1 else ", ".join(values))
         if denied:
             raise self._error(a, denied[0])
+
+    def _rules(self, cp: CompiledPolicy, constraints: Obj, a: Attributes, table: Any) -> Obj | None:
+        """The constraints to match ``a`` with, None when their resource rules cannot match it (known
+        per request resource, so most requests skip the selectors and equivalents). A request its own
+        resource matches directly, with no exclusions, needs no equivalents: matchPolicy Exact gives the same."""
+        key = (a.operation, a.group, a.version, a.plural, a.subresource)
+        hit = cp.rule_cache.get(key)
+        if hit is None:
+            hit = _rules_outcome(constraints, a, table)
+            if len(cp.rule_cache) > 1024:
+                cp.rule_cache.clear()
+            cp.rule_cache[key] = hit
+        if hit == "none":
+            return None
+        if hit == "direct":
+            return {**constraints, "matchPolicy": "Exact"}
+        return constraints
+
+    async def _namespace(self, name: str) -> Obj:
+        """The request's namespace, decoded once per resourceVersion; NotFound when it does not exist."""
+        inf = self.deps.objects.watch("", "namespaces")
+        item = inf.item("", name) if inf is not None and inf.has_synced else None
+        if item is not None:
+            hit = self._namespaces.get(name)
+            if hit is not None and hit[0] == item.resource_version:
+                return hit[1]
+            obj = item.object()
+            if len(self._namespaces) > 4096:
+                self._namespaces.clear()
+            self._namespaces[name] = (item.resource_version, obj)
+            return obj
+        found = await self.deps.objects.get("", "namespaces", "", name)
+        if found is None:
+            raise errors.not_found("namespaces", "", name)
+        return found
 
     @staticmethod
     def _check_expressions(policy: Obj) -> None:

@@ -11,7 +11,7 @@ annotations, as kube's ``validator.Validate``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kapi.admission import cel
 from kapi.admission.cel import (MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, RUNTIME_CEL_COST_BUDGET,
@@ -71,6 +71,8 @@ class CompiledPolicy:
     match_conditions: list[tuple[str, Compiled | CelError]]
     validations: list[Validation]
     audit_annotations: list[tuple[str, str, Compiled | CelError]]
+    # the plugin's notes of which request resources its rules match
+    rule_cache: dict[tuple[str, ...], str] = field(default_factory=dict)
 
     @property
     def fail(self) -> bool:
@@ -79,9 +81,16 @@ class CompiledPolicy:
     def _error_action(self) -> str:
         return DENY if self.fail else ADMIT
 
-    async def validate(self, act: Activation, act_noauthz: Activation) -> ValidateResult:
+    async def validate(self, act: Activation, act_noauthz: Callable[[], Activation]) -> ValidateResult:
         """kube's validator.Validate for one (binding, param): ``act`` binds the request with the
-        authorizer, ``act_noauthz`` without it (messageExpressions and auditAnnotations)."""
+        authorizer, ``act_noauthz()`` without it (messageExpressions and auditAnnotations)."""
+        plain: list[Activation] = []
+
+        def noauthz() -> Activation:
+            if not plain:
+                plain.append(act_noauthz())
+            return plain[0]
+
         if self.match_conditions:
             err, matches = await self._match(act)
             if err is not None:
@@ -106,7 +115,7 @@ class CompiledPolicy:
                 continue
             if not message_error and v.message_expression is not None:
                 try:
-                    message = await _message(v.message_expression, act_noauthz, budget)
+                    message = await _message(v.message_expression, noauthz(), budget)
                 except OutOfBudget as exc:
                     message_error = f"failed messageExpression: {exc.message}"
                     message = ""
@@ -124,7 +133,7 @@ class CompiledPolicy:
         abudget = Budget(RUNTIME_CEL_COST_BUDGET)
         try:
             for key, text, c in self.audit_annotations:
-                audit.append(await self._audit(key, text, c, act_noauthz, abudget))
+                audit.append(await self._audit(key, text, c, noauthz(), abudget))
         except OutOfBudget as exc:
             return ValidateResult([Decision(self._error_action(), EVAL_ERROR, exc.message)])
         return ValidateResult(decisions, audit)
