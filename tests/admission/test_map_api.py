@@ -103,3 +103,10 @@ async def test_table_discovery_and_openapi(api: Api) -> None:
     assert r.status == 200
     schemas = r.json()["components"]["schemas"]
     assert "io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicySpec" in schemas
+    r = await api.request("GET", "/openapi/v2")
+    assert r.status == 200
+    assert "io.k8s.api.admissionregistration.v1alpha1.MutatingAdmissionPolicy" in r.json()["definitions"]
+    r = await api.request("GET", f"{BETA}/mutatingadmissionpolicies/add-label",
+                          headers={"accept": "application/vnd.kubernetes.protobuf"})
+    assert r.status == 200 and r.headers["content-type"] == "application/vnd.kubernetes.protobuf"
+    assert r.body.startswith(b"k8s\x00") and b"add-label" in r.body
