@@ -298,6 +298,9 @@ async def test_other_namespaces_and_ignored_resources_are_not_counted(api: Api) 
     assert q["status"]["hard"] == {"count/events": "0", "pods": "0"}
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
     assert (await api.create("/api/v1/namespaces", ns)).status == 201
+    with trio.fail_after(10):  # its default ServiceAccount (the namespace controller's), which pods need
+        while (await api.request("GET", "/api/v1/namespaces/other/serviceaccounts/default")).status != 200:
+            await trio.sleep(0.01)
     assert (await create_pod(api, pod("free"), ns="other")).status == 201
     assert (await create_pod(api, pod("nope"))).status == 403
     ev = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "involvedObject": {"name": "x"},
