@@ -429,3 +429,60 @@ def test_credentials_lookup_order() -> None:
     assert r.for_target("d.e.svc:443").name == "*.svc"
     assert r.for_target("d.e.svc:9443").name == "*"
     assert AuthInfoResolver().for_target("x:1").name == ""
+
+
+async def test_an_ifneeded_webhook_is_reinvoked_after_a_later_plugin_changed_the_object(
+        nursery: trio.Nursery, server: AdmissionServer) -> None:
+    from kapi.admission.chain import AdmissionChain
+    from kapi.admission.plugin import Attributes, Plugin
+
+    class Relabel(Plugin):
+        """A plugin after the webhooks that changes the object in the first round only."""
+
+        name = "Relabel"
+
+        async def admit(self, a: Attributes) -> None:
+            if not a.is_reinvoke and a.obj is not None and a.obj["metadata"]["name"] == "changed-later":
+                a.obj["metadata"].setdefault("labels", {})["later"] = "yes"
+
+    def handler(path: str, review: Obj) -> tuple[int, Any]:
+        labels = dict(review["request"]["object"]["metadata"].get("labels") or {})
+        labels["hook"] = str(int(labels.get("hook", "0")) + 1)
+        return allow(review, patchType="JSONPatch",
+                     patch=patch_of([{"op": "add", "path": "/metadata/labels", "value": labels}]))
+
+    server.handler = handler
+    env = await start_env(nursery)
+    env.chain = AdmissionChain([*env.chain.plugins, Relabel(env.chain.plugins[0].deps)])
+    await env.configure(MWC, "again", [webhook("again.example.com", server, reinvocationPolicy="IfNeeded")])
+    made = await env.create_cm(cm("changed-later"))
+    assert len(server.seen) == 2  # called again: the object changed since its call
+    assert made["metadata"]["labels"] == {"hook": "2", "later": "yes"}
+    server.seen.clear()
+    made = await env.create_cm(cm("unchanged-later"))
+    assert len(server.seen) == 1  # its own change alone does not call it again
+    assert made["metadata"]["labels"] == {"hook": "1"}
+
+
+async def test_not_ready_until_the_configurations_are_read(nursery: trio.Nursery, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    from kapi.admission.chain import build_chain
+    from kapi.admission.plugin import Objects, PluginDeps
+    from kapi.admission.webhook import source as source_module
+    from kapi.apis import BUILTIN
+    from kapi.registry.informer import Informers
+    from kapi.registry.resources import ResourceTable
+    from kapi.registry.store import Registry, WriteOptions
+    from kapi.storage.memory import MemoryStorage
+
+    monkeypatch.setattr(source_module, "READY_WAIT_S", 0.05)
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    informers = Informers(registry)  # never run: never synced
+    chain = build_chain(["ValidatingAdmissionWebhook"], PluginDeps(registry, Objects(registry, informers)))
+    cms = registry.table.get("", "v1", "configmaps")
+    assert cms is not None
+    with pytest.raises(errors.Forbidden) as caught:
+        await registry.create(cms, "app", cm("x"), WriteOptions(admission=chain.bind(USER, [])))
+    assert caught.value.message == 'configmaps "x" is forbidden: not yet ready to handle request'
