@@ -435,3 +435,54 @@ async def test_expressions_that_do_not_compile_are_refused(api: Api) -> None:
     got_ok = (await api.request("GET", f"{AR}/validatingadmissionpolicies/good")).json()
     got_ok["spec"]["validations"][0]["expression"] = "params.data.x =="
     assert (await api.request("PUT", f"{AR}/validatingadmissionpolicies/good", got_ok)).status == 422
+
+
+async def test_delete_sees_old_object_and_null_object(api: Api) -> None:
+    rules = {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                                "resources": ["configmaps"]}]}
+    p = policy("keep", [{"expression": "object == null && !('keep' in oldObject.metadata.?labels.orValue({}))",
+                         "messageExpression": "'configmap ' + oldObject.metadata.name + ' is kept'"}],
+               matchConstraints=rules)
+    assert (await api.create(CMS, configmap("kept", labels={"keep": "yes"}))).status == 201
+    assert (await api.create(CMS, configmap("gone"))).status == 201
+    await install(api, p, binding("b", "keep"))
+    r = await until(api, "DELETE", f"{CMS}/kept", None, 422)
+    assert r.status == 422
+    assert r.json()["message"] == ('configmaps "kept" is forbidden: ValidatingAdmissionPolicy \'keep\' with binding '
+                                   "'b' denied request: configmap kept is kept")
+    assert (await api.request("DELETE", f"{CMS}/gone")).status == 200
+    assert (await api.request("GET", f"{CMS}/kept")).status == 200
+
+
+async def test_subresource_rules(api: Api) -> None:
+    rules = {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+                                "resources": ["deployments/scale"]}]}
+    p = policy("scale", [{"expression": "object.spec.replicas <= 3", "message": "scale at most 3",
+                          }, {"expression": "request.subResource == 'scale' && object.kind == 'Scale'"}],
+               matchConstraints=rules)
+    assert (await api.create(DEPLOYS, deployment(replicas=1))).status == 201
+    await install(api, p, binding("b", "scale"))
+    scale = (await api.request("GET", f"{DEPLOYS}/web/scale")).json()
+    scale["spec"]["replicas"] = 5
+    r = await until(api, "PUT", f"{DEPLOYS}/web/scale", scale, 422)
+    assert r.status == 422 and r.json()["message"].endswith("denied request: scale at most 3")
+    # the main resource is not matched by a subresource rule
+    got = (await api.request("GET", f"{DEPLOYS}/web")).json()
+    got["spec"]["replicas"] = 5
+    assert (await api.request("PUT", f"{DEPLOYS}/web", got)).status == 200
+
+
+async def test_without_informers_the_registry_is_read(nursery: trio.Nursery) -> None:
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysAllow",)), registry, TOKEN,
+                    Health(ready=True))
+    namespaces = NamespaceController(registry)
+    await bootstrap(registry, namespaces)
+    await nursery.start(namespaces.run)
+    api = Api(app, registry)
+    await install(api, policy("max", [{"expression": "object.spec.replicas <= 2"}]), binding("b", "max"))
+    r = await api.create(DEPLOYS, deployment(replicas=3))  # at once: nothing to wait for
+    assert r.status == 422 and r.json()["message"].endswith("denied request: failed expression: "
+                                                            "object.spec.replicas <= 2")
