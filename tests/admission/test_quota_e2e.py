@@ -47,6 +47,10 @@ def _wait_used(kubectl: Kubectl, ns: str, want: dict[str, str]) -> None:
 def test_quota_with_kubectl(kubectl: Kubectl) -> None:
     ns = f"q-{uuid.uuid4().hex[:8]}"
     kubectl.run("create", "namespace", ns)
+    deadline = time.monotonic() + 30  # its default ServiceAccount, which pods need
+    while kubectl.run("get", "serviceaccount", "default", namespace=ns, check=False).returncode != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
     kubectl.run("create", "quota", "q", "--hard=pods=1,requests.cpu=1", namespace=ns)
     _wait_used(kubectl, ns, {"pods": "0", "requests.cpu": "0"})
     kubectl.run("run", "a", "--image=nginx", "--overrides",
