@@ -1,14 +1,18 @@
 """kube's pvc-protection and pv-protection controllers (pkg/controller/volume/pvcprotection and
-pvprotection): they take off the finalizers StorageObjectInUseProtection puts on every claim and
-volume once the object is being deleted and nothing uses it.
+pvprotection): they keep the finalizers StorageObjectInUseProtection puts on claims and volumes, and take
+them off once the object is being deleted and nothing uses it.
 
-- a PersistentVolumeClaim with a deletionTimestamp loses ``kubernetes.io/pvc-protection`` when no pod
-  scheduled to a node (``spec.nodeName`` set) and not finished (phase Succeeded or Failed) uses it:
-  through a ``persistentVolumeClaim`` volume, or an ``ephemeral`` volume whose claim is
-  ``<pod>-<volume>``; the pods are listed live, as kube asks the API server before it removes the
-  finalizer; a claim still in use is looked at again when one of its pods changes or goes;
-- a PersistentVolume with a deletionTimestamp loses ``kubernetes.io/pv-protection`` when it is not
-  Bound (``status.phase``); looked at again on each change of the volume.
+- a PersistentVolumeClaim or PersistentVolume not being deleted and without its finalizer
+  (``kubernetes.io/pvc-protection``, ``kubernetes.io/pv-protection``) gets it (objects stored before the
+  plugin was on, or a finalizer taken off by hand);
+- a claim with a deletionTimestamp loses it when no pod scheduled to a node (``spec.nodeName`` set)
+  uses it: through a ``persistentVolumeClaim`` volume (whatever the pod's phase: its kubelet may still
+  have it mounted), or an ``ephemeral`` volume whose claim is ``<pod>-<volume>`` and controlled by the
+  pod, unless the pod is shut down (deleted with a zero grace period). The pods are listed live, as
+  kube asks the API server before it removes the finalizer; a claim still in use is looked at again
+  when one of its pods changes or goes;
+- a volume with a deletionTimestamp loses it when it is not Bound (``status.phase``); looked at again
+  on each change of the volume.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from kapi.object.listopts import ListOptions
 from kapi.registry.informer import Informer, Item
 from kapi.registry.store import Registry, WriteOptions
 
-__all__ = ["PV_PROTECTION", "PVC_PROTECTION", "StorageProtectionController", "pod_uses_claim"]
+__all__ = ["PV_PROTECTION", "PVC_PROTECTION", "StorageProtectionController", "pod_is_shut_down", "pod_uses_claim"]
 
 log = logging.getLogger("kapi.controllers.storageprotection")
 Obj = dict[str, Any]
@@ -46,16 +50,43 @@ def _releasable(md: Obj, finalizer: str) -> bool:
     return bool(md.get("deletionTimestamp")) and finalizer in _l(md.get("finalizers"))
 
 
-def pod_uses_claim(pod: Obj, claim: str) -> bool:
-    """kube's podUsesPVC for a pod of the claim's namespace: scheduled, not finished, with a volume of it."""
-    spec = _d(pod.get("spec"))
-    if not spec.get("nodeName") or _d(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
+def _lacks(md: Obj, finalizer: str) -> bool:
+    """kube's NeedToAddFinalizer: not being deleted, and without the finalizer."""
+    return not md.get("deletionTimestamp") and finalizer not in _l(md.get("finalizers"))
+
+
+def _needs_work(item: Item, finalizer: str) -> bool:
+    try:
+        md = item.metadata()
+    except Exception:  # undecodable (the informer logs it)
         return False
+    return _lacks(md, finalizer) or _releasable(md, finalizer)
+
+
+def pod_is_shut_down(pod: Obj) -> bool:
+    """kube's podIsShutDown: deleted with a zero grace period (the kubelet is done with it, or it was forced)."""
+    md = _d(pod.get("metadata"))
+    return bool(md.get("deletionTimestamp")) and md.get("deletionGracePeriodSeconds") == 0
+
+
+def _controlled_by(obj: Obj, owner: Obj) -> bool:
+    uid = _d(owner.get("metadata")).get("uid")
+    return any(_d(r).get("controller") is True and _d(r).get("uid") == uid
+               for r in _l(_d(obj.get("metadata")).get("ownerReferences")))
+
+
+def pod_uses_claim(pod: Obj, pvc: Obj) -> bool:
+    """kube's podUsesPVC: a scheduled pod of the claim's namespace with a volume of it."""
+    spec = _d(pod.get("spec"))
+    if not spec.get("nodeName"):
+        return False
+    claim = _d(pvc.get("metadata")).get("name")
     name = str(_d(pod.get("metadata")).get("name") or "")
     for vol in (_d(v) for v in _l(spec.get("volumes"))):
         if _d(vol.get("persistentVolumeClaim")).get("claimName") == claim:
             return True
-        if isinstance(vol.get("ephemeral"), dict) and f"{name}-{vol.get('name', '')}" == claim:
+        if isinstance(vol.get("ephemeral"), dict) and not pod_is_shut_down(pod) and \
+                f"{name}-{vol.get('name', '')}" == claim and _controlled_by(pvc, pod):
             return True
     return False
 
@@ -84,11 +115,11 @@ class StorageProtectionController:
         pods.add_handler(on_update=lambda _old, new: self._pod(new), on_delete=self._pod)
 
     def _claim(self, item: Item) -> None:
-        if item.may_have("deletionTimestamp") and _releasable(item.metadata(), PVC_PROTECTION):
+        if _needs_work(item, PVC_PROTECTION):
             self._queue.add(f"pvc/{item.namespace}/{item.name}")
 
     def _volume(self, item: Item) -> None:
-        if item.may_have("deletionTimestamp") and _releasable(item.metadata(), PV_PROTECTION):
+        if _needs_work(item, PV_PROTECTION):
             self._queue.add(f"pv//{item.name}")
 
     def _pod(self, item: Item) -> None:
@@ -129,12 +160,15 @@ class StorageProtectionController:
             pvc = await self.registry.get(res, namespace, name)
         except errors.NotFound:
             return False
-        if not _releasable(_d(pvc.get("metadata")), PVC_PROTECTION):
+        md = _d(pvc.get("metadata"))
+        if _lacks(md, PVC_PROTECTION):
+            return await self._add(res, namespace, name, PVC_PROTECTION)
+        if not _releasable(md, PVC_PROTECTION):
             return False
         pods = self.registry.table.get("", "v1", "pods")
         if pods is not None:
             page = await self.registry.list(pods, namespace, ListOptions())
-            if any(pod_uses_claim(p, name) for p in listitems.objects(page.items)):
+            if any(pod_uses_claim(p, pvc) for p in listitems.objects(page.items)):
                 return False
         return await self._drop(res, namespace, name, PVC_PROTECTION)
 
@@ -144,7 +178,10 @@ class StorageProtectionController:
             pv = await self.registry.get(res, "", name)
         except errors.NotFound:
             return False
-        if not _releasable(_d(pv.get("metadata")), PV_PROTECTION) or _d(pv.get("status")).get("phase") == "Bound":
+        md = _d(pv.get("metadata"))
+        if _lacks(md, PV_PROTECTION):
+            return await self._add(res, "", name, PV_PROTECTION)
+        if not _releasable(md, PV_PROTECTION) or _d(pv.get("status")).get("phase") == "Bound":
             return False
         return await self._drop(res, "", name, PV_PROTECTION)
 
@@ -155,8 +192,19 @@ class StorageProtectionController:
             if not md["finalizers"]:
                 del md["finalizers"]
             return obj
+        return await self._write(res, namespace, name, drop)
+
+    async def _add(self, res: Any, namespace: str, name: str, finalizer: str) -> bool:
+        def add(obj: Obj) -> Obj:
+            md = obj.setdefault("metadata", {})
+            if not md.get("deletionTimestamp") and finalizer not in _l(md.get("finalizers")):
+                md["finalizers"] = [*_l(md.get("finalizers")), finalizer]
+            return obj
+        return await self._write(res, namespace, name, add)
+
+    async def _write(self, res: Any, namespace: str, name: str, change: Any) -> bool:
         try:
-            await self.registry.guaranteed_update(res, namespace, name, drop, WriteOptions(field_manager=_MANAGER))
+            await self.registry.guaranteed_update(res, namespace, name, change, WriteOptions(field_manager=_MANAGER))
         except errors.NotFound:
             return False
         return True

@@ -21,7 +21,7 @@ from kapi.controllers.namespace import NamespaceController
 from kapi.object.access import UserInfo
 from kapi.registry.admit import UPDATE, AdmissionRequest
 from kapi.registry.resources import ResourceTable
-from kapi.registry.store import Registry
+from kapi.registry.store import Registry, WriteOptions
 from kapi.server.bootstrap import bootstrap
 from kapi.server.serve import build_app
 from kapi.storage.memory import MemoryStorage
@@ -245,14 +245,35 @@ async def test_a_claim_in_use_waits_for_its_pod(protected: Api) -> None:
     await created(api, pods, using_pod("user", "c"))
     r = await api.request("DELETE", f"{PVCS}/c")
     assert r.status == 200
-    await trio.sleep(0.3)
-    held = await api.request("GET", f"{PVCS}/c")
-    assert held.status == 200 and held.json()["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    # a finished pod still holds it (its kubelet may have it mounted), as kube's controller judges
     pod = (await api.request("GET", f"{pods}/user")).json()
     pod["status"] = {"phase": "Succeeded"}
     r = await api.request("PUT", f"{pods}/user/status", pod)
     assert r.status == 200, r.json()
+    await trio.sleep(0.3)
+    held = await api.request("GET", f"{PVCS}/c")
+    assert held.status == 200 and held.json()["metadata"]["finalizers"] == ["kubernetes.io/pvc-protection"]
+    r = await api.request("DELETE", f"{pods}/user?gracePeriodSeconds=0")
+    assert r.status == 200, r.json()
     await gone(api, f"{PVCS}/c")
+
+
+async def test_the_finalizers_are_kept(protected: Api) -> None:
+    """A claim or volume without its finalizer (stored past admission, or the finalizer taken off) gets it back."""
+    api = protected
+    pvc = await created(api, PVCS, claim("c"))
+    pvc["metadata"]["finalizers"] = []
+    assert (await api.request("PUT", f"{PVCS}/c", pvc)).status == 200
+    pvs = api.registry.table.get("", "v1", "persistentvolumes")
+    assert pvs is not None
+    await api.registry.create(pvs, "", {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "v"},
+                                        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                                 "hostPath": {"path": "/d"}}}, WriteOptions())
+    with trio.fail_after(10):
+        while (await api.request("GET", f"{PVCS}/c")).json()["metadata"].get("finalizers") != [
+                "kubernetes.io/pvc-protection"] or (await api.request("GET", "/api/v1/persistentvolumes/v")).json()[
+                "metadata"].get("finalizers") != ["kubernetes.io/pv-protection"]:
+            await trio.sleep(0.01)
 
 
 async def test_a_bound_volume_waits_until_released(protected: Api) -> None:
@@ -273,11 +294,19 @@ async def test_a_bound_volume_waits_until_released(protected: Api) -> None:
 
 
 def test_pod_uses_claim() -> None:
-    from kapi.controllers.storageprotection import pod_uses_claim
+    from kapi.controllers.storageprotection import pod_is_shut_down, pod_uses_claim
 
     pod = using_pod("p", "c")
+    pod["metadata"]["uid"] = "pod-uid"
     pod["spec"]["volumes"].append({"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}})
-    assert pod_uses_claim(pod, "c") and pod_uses_claim(pod, "p-scratch")
-    assert not pod_uses_claim(pod, "other")
-    assert not pod_uses_claim(using_pod("p", "c", node=""), "c")
-    assert not pod_uses_claim({**pod, "status": {"phase": "Failed"}}, "c")
+    mine = {"metadata": {"name": "p-scratch", "ownerReferences": [{"controller": True, "uid": "pod-uid"}]}}
+    assert pod_uses_claim(pod, {"metadata": {"name": "c"}}) and pod_uses_claim(pod, mine)
+    # an ephemeral volume's claim is the pod's only if the pod controls it
+    assert not pod_uses_claim(pod, {"metadata": {"name": "p-scratch"}})
+    assert not pod_uses_claim(pod, {"metadata": {"name": "other"}})
+    assert not pod_uses_claim(using_pod("p", "c", node=""), {"metadata": {"name": "c"}})
+    assert pod_uses_claim({**pod, "status": {"phase": "Failed"}}, {"metadata": {"name": "c"}})
+    shut = {**pod, "metadata": {**pod["metadata"], "deletionTimestamp": "2024-01-01T00:00:00Z",
+                                "deletionGracePeriodSeconds": 0}}
+    assert pod_is_shut_down(shut) and not pod_is_shut_down(pod)
+    assert not pod_uses_claim(shut, mine) and pod_uses_claim(shut, {"metadata": {"name": "c"}})
