@@ -137,3 +137,18 @@ async def test_status_controller_writes_type_checking(api: Api) -> None:
     assert r.status == 200 and r.json()["metadata"]["generation"] == 2
     st = await status_of(api, "typo", 2)
     assert st["typeChecking"] == {}
+
+
+def test_variables_typed_by_their_selection() -> None:
+    p = policy("p", [{"expression": "variables.spec.replica > 1 && variables.containers.all(c, c.nam != '')"}],
+               matchConstraints=rules("deployments"),
+               variables=[{"name": "spec", "expression": "object.spec"},
+                          {"name": "containers", "expression": "variables.spec.template.spec.containers"}])
+    (w,) = check(p, SCHEMA, TABLE)
+    assert w["warning"] == (
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:15: undefined field 'replica'\n"
+        " | variables.spec.replica > 1 && variables.containers.all(c, c.nam != '')\n"
+        " | ..............^\n"
+        "ERROR: <input>:1:60: undefined field 'nam'\n"
+        " | variables.spec.replica > 1 && variables.containers.all(c, c.nam != '')\n"
+        " | " + "." * 59 + "^\n")

@@ -81,6 +81,7 @@ def check(policy: Obj, schema: Schema, table: ResourceTable) -> list[Obj]:
     spec = policy.get("spec") or {}
     has_params = spec.get("paramKind") is not None
     variables = [str(v.get("name") or "") for v in spec.get("variables") or ()]
+    var_exprs = {str(v.get("name") or ""): str(v.get("expression") or "") for v in spec.get("variables") or ()}
     warnings: list[Obj] = []
     for i, v in enumerate(spec.get("validations") or ()):
         for fname in ("expression", "messageExpression"):
@@ -89,7 +90,7 @@ def check(policy: Obj, schema: Schema, table: ResourceTable) -> list[Obj]:
                 continue
             out = []
             for gvk, t in kinds:
-                issues = check_expression(str(text or ""), schema, t, ptype, variables, has_params)
+                issues = check_expression(str(text or ""), schema, t, ptype, variables, has_params, var_exprs)
                 if issues:
                     out.append(f"{gvk_string(*gvk)}: {issues}\n")
             if out:
@@ -97,8 +98,24 @@ def check(policy: Obj, schema: Schema, table: ResourceTable) -> list[Obj]:
     return warnings
 
 
+def _variable_shapes(schema: Schema, env: dict[str, Any], var_exprs: dict[str, str]) -> dict[str, Any]:
+    """The types of the variables that are a plain selection (``object.spec``): kube types every
+    variable by its expression; these are the ones whose type is a schema's."""
+    out: dict[str, Any] = {}
+    for name, text in var_exprs.items():
+        toks = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+        if not toks:
+            continue
+        w = _Walker(schema, toks, [])
+        w.var_shapes = out
+        end = w.chain_at(0, len(toks), env)
+        if end == len(toks) and w.last_shape is not None:
+            out[name] = w.last_shape
+    return out
+
+
 def check_expression(text: str, schema: Schema, obj_type: TypeDef | None, param_type: TypeDef | None,
-                     variables: list[str], has_params: bool) -> str:
+                     variables: list[str], has_params: bool, var_exprs: dict[str, str] | None = None) -> str:
     """The issues of one expression with ``object``/``oldObject`` of ``obj_type`` (cel-go's
     ``Issues.String()``), "" when none."""
     try:
@@ -112,7 +129,9 @@ def check_expression(text: str, schema: Schema, obj_type: TypeDef | None, param_
     if param_type is not None and has_params:
         env["params"] = param_type
     found: list[tuple[int, str]] = []
-    _Walker(schema, toks, found).walk(0, len(toks), env)
+    walker = _Walker(schema, toks, found)
+    walker.var_shapes = _variable_shapes(schema, env, var_exprs or {})
+    walker.walk(0, len(toks), env)
     if not found:
         return ""
     found = sorted(set(found))
@@ -136,6 +155,19 @@ class _Walker:
         self.schema = schema
         self.toks = toks
         self.found = found
+        self.var_shapes: dict[str, Any] = {}
+        self.last_shape: Shape = None
+
+    def chain_at(self, i: int, end: int, env: dict[str, Any]) -> int:
+        """Walk the selection starting at toks[i] (a typed root or ``variables.<typed>``); its end."""
+        toks = self.toks
+        t = toks[i][0]
+        if t in env and (i == 0 or toks[i - 1][0] != "."):
+            return self._chain(i + 1, end, env, env[t])
+        if t == "variables" and (i == 0 or toks[i - 1][0] != ".") and i + 2 < end and toks[i + 1][0] == "." \
+                and toks[i + 2][0] in self.var_shapes and not (i + 3 < end and toks[i + 3][0] == "("):
+            return self._chain(i + 3, end, env, self.var_shapes[toks[i + 2][0]])
+        return -1
 
     def _norm(self, s: Shape) -> Shape:
         if isinstance(s, FieldDef) and s.ref:
@@ -197,18 +229,16 @@ class _Walker:
         return len(self.toks) - 1
 
     def walk(self, i: int, end: int, env: dict[str, Any]) -> None:
-        toks = self.toks
         while i < end:
-            t = toks[i][0]
-            if t in env and (i == 0 or toks[i - 1][0] != "."):
-                i = self._chain(i, end, env)
+            nxt = self.chain_at(i, end, env)
+            if nxt >= 0:
+                i = nxt
                 continue
             i += 1
 
-    def _chain(self, i: int, end: int, env: dict[str, Any]) -> int:
+    def _chain(self, j: int, end: int, env: dict[str, Any], shape: Shape) -> int:
         toks = self.toks
-        shape = env[toks[i][0]]
-        j = i + 1
+        self.last_shape = None
         while j < end:
             t = toks[j][0]
             if t == "." and j + 1 < end and re.match(r"[A-Za-z_]", toks[j + 1][0]):
@@ -222,6 +252,7 @@ class _Walker:
                         self.walk(args_start + 2, close, inner)
                     else:
                         self.walk(args_start, close, env)
+                    self.last_shape = None
                     return close + 1
                 shape = self._field(shape, name, toks[j][1]) if shape is not None else None
                 j += 2
@@ -233,6 +264,7 @@ class _Walker:
                 j = close + 1
                 continue
             break
+        self.last_shape = shape
         # a comparison with a literal of another type
         if shape is not None and j + 1 < end and toks[j][0] in _OPS:
             left = self._scalar(shape)
