@@ -243,3 +243,30 @@ async def test_a_service_reference_goes_to_its_endpoints(env: Env, tmp_path: Pat
         assert orjson.loads(orjson.dumps(server.seen[0].review))["request"]["name"] == "after"
     finally:
         server.stop()
+
+
+async def test_match_policy_equivalent_across_a_custom_resources_versions(env: Env, server: AdmissionServer) -> None:
+    from tests.crd.conversion_support import GROUP, crd, served_resources
+    definition = crd([{"name": "v1", "served": True, "storage": True}, {"name": "v2", "served": True}])
+    v1, v2 = served_resources(definition)
+    for r in (v1, v2):
+        env.registry.table.add(r)
+    v2_rule = rule(["crontabs"], groups=[GROUP], versions=["v2"])
+    await env.configure(VWC, "crd", [webhook("v2.example.com", server, "/v2", rules=[v2_rule]),
+                                     webhook("v2-exact.example.com", server, "/exact", rules=[v2_rule],
+                                             matchPolicy="Exact")])
+    made = await env.registry.create(v1, "app", {"apiVersion": f"{GROUP}/v1", "kind": "CronTab",
+                                                 "metadata": {"name": "c1", "namespace": "app"},
+                                                 "spec": {"cronSpec": "* * * * *"}}, env.opts())
+    assert made["apiVersion"] == f"{GROUP}/v1"
+    (seen,) = server.seen
+    req = seen.review["request"]
+    assert seen.path.startswith("/v2")
+    assert req["resource"] == {"group": GROUP, "version": "v2", "resource": "crontabs"}
+    assert req["kind"] == {"group": GROUP, "version": "v2", "kind": "CronTab"}
+    assert req["requestResource"]["version"] == "v1"
+    assert req["object"]["apiVersion"] == f"{GROUP}/v2" and req["object"]["spec"] == {"cronSpec": "* * * * *"}
+    # a write of v2 itself matches both
+    await env.registry.create(v2, "app", {"apiVersion": f"{GROUP}/v2", "kind": "CronTab",
+                                          "metadata": {"name": "c2", "namespace": "app"}}, env.opts())
+    assert sorted(s.path.split("?")[0] for s in server.seen[1:]) == ["/exact", "/v2"]
