@@ -223,7 +223,7 @@ async def test_pvc_status(env: Env) -> None:
     with pytest.raises(errors.StatusError) as info:
         await env.admit(UPDATE, "persistentvolumeclaims", {**new, "status": {"phase": "Lost"}}, old, sub="status")
     assert 'node "n1" is not allowed to update fields other than status.quantity and status.conditions: ' \
-        ".status.phase: 'Bound' -> 'Lost'" in str(info.value)
+        '.status.phase: "Bound" -> "Lost"' in str(info.value)
     await env.refused("may only update PVC status", UPDATE, "persistentvolumeclaims", new, old)
 
 

@@ -25,6 +25,7 @@ A user in ``system:nodes`` whose name has no node in it is refused everything. E
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any, Final
 
 from kapi import errors
@@ -126,7 +127,9 @@ def _diff(old: object, new: object, path: str = "") -> list[str]:
         for key in sorted(set(old) | set(new)):
             out += _diff(old.get(key), new.get(key), f"{path}.{key}")
         return out
-    return [] if old == new else [f"{path or '.'}: {old!r} -> {new!r}"]
+    if old == new:
+        return []
+    return [f"{path or '.'}: {json.dumps(old, sort_keys=True)} -> {json.dumps(new, sort_keys=True)}"]
 
 
 class NodeRestriction(Plugin):
