@@ -486,3 +486,54 @@ async def test_without_informers_the_registry_is_read(nursery: trio.Nursery) -> 
     r = await api.create(DEPLOYS, deployment(replicas=3))  # at once: nothing to wait for
     assert r.status == 422 and r.json()["message"].endswith("denied request: failed expression: "
                                                             "object.spec.replicas <= 2")
+
+
+async def test_namespaced_params_for_a_cluster_scoped_request(api: Api) -> None:
+    rules = {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                "resources": ["namespaces"]}]}
+    p = policy("ns-params", [{"expression": "namespaceObject == null"}],
+               matchConstraints=rules, paramKind=PARAM_KIND)
+    await install(api, p, binding("b", "ns-params", paramRef={"name": "x", "parameterNotFoundAction": "Allow"}))
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}
+    r = await until(api, "POST", "/api/v1/namespaces", ns, 422)
+    assert r.json()["message"] == (
+        'namespaces "fresh" is forbidden: ValidatingAdmissionPolicy \'ns-params\' with binding \'b\' denied request: '
+        "failed to configure binding: cannot use namespaced paramRef in policy binding that matches cluster-scoped "
+        "resources")
+    # with the params' namespace named, the policy is evaluated (and passes: no namespaceObject for a Namespace)
+    await api.create(CMS, configmap("x"))
+    got = (await api.request("GET", f"{AR}/validatingadmissionpolicybindings/b")).json()
+    got["spec"]["paramRef"]["namespace"] = "default"
+    assert (await api.request("PUT", f"{AR}/validatingadmissionpolicybindings/b", got)).status == 200
+    r = await until(api, "POST", "/api/v1/namespaces", ns, 201)
+    assert r.status == 201, r.body
+
+
+async def test_match_policy_equivalent_converts_the_object(api: Api) -> None:
+    rules = {"matchPolicy": "Equivalent",
+             "resourceRules": [{"apiGroups": ["autoscaling"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                "resources": ["horizontalpodautoscalers"]}]}
+    p = policy("hpa", [{"expression": "object.apiVersion == 'autoscaling/v1' && "
+                                      "object.spec.targetCPUUtilizationPercentage <= 80",
+                        "messageExpression": "'at most 80%, at ' + request.resource.version + ' of ' + "
+                                             "request.requestResource.version"}], matchConstraints=rules)
+    await install(api, p, binding("b", "hpa"))
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1, "maxReplicas": 3,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                        "type": "Utilization", "averageUtilization": 90}}}]}}
+    path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+    r = await until(api, "POST", path, hpa, 422)
+    assert r.status == 422
+    assert r.json()["message"].endswith("denied request: at most 80%, at v1 of v2")
+    hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] = 50
+    assert (await api.create(path, hpa)).status == 201
+    # with matchPolicy Exact the v2 request is not matched
+    got = (await api.request("GET", f"{AR}/validatingadmissionpolicies/hpa")).json()
+    got["spec"]["matchConstraints"]["matchPolicy"] = "Exact"
+    got["spec"]["validations"][0]["expression"] = "false"
+    assert (await api.request("PUT", f"{AR}/validatingadmissionpolicies/hpa", got)).status == 200
+    hpa["metadata"]["name"] = "h2"
+    r = await until(api, "POST", path, hpa, 201)
+    assert r.status == 201
