@@ -66,7 +66,7 @@ async def test_validation_messages(api: Api) -> None:
     causes = {(c["field"], c["reason"]) for c in r.json()["details"]["causes"]}
     assert ("spec.mutations", "FieldValueRequired") in causes
     assert ("spec.reinvocationPolicy", "FieldValueNotSupported") in causes
-    assert ("spec.matchConstraints.resourceRules[0].operations[0]", "FieldValueNotSupported") in causes
+    assert ("spec.matchConstraints.resourceRules.operations", "FieldValueNotSupported") in causes
     msg = r.json()["message"]
     assert msg.startswith('MutatingAdmissionPolicy.admissionregistration.k8s.io "add-label" is invalid: ')
     assert "spec.mutations: Required value: mutations must contain at least one item" in msg
@@ -76,14 +76,34 @@ async def test_validation_messages(api: Api) -> None:
     assert r.status == 422
     msg = r.json()["message"]
     assert "spec.mutations[0].jsonPatch: Required value: must be specified when patchType is JSONPatch" in msg
-    assert ("spec.mutations[0].applyConfiguration: Forbidden: must not be specified when patchType is JSONPatch"
-            in msg)
+    assert ('spec.mutations[0].applyConfiguration: Invalid value: "{applyConfiguration}": must not be specified '
+            "when patchType is JSONPatch" in msg)
+    assert ('spec.matchConstraints.resourceRules.operations: Unsupported value: "DELETE": supported values: "*", '
+            '"CONNECT", "CREATE", "UPDATE"') in (await api.create(f"{BETA}/mutatingadmissionpolicies", {
+                **policy(name="del"), "spec": {**policy()["spec"], "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                    "resources": ["pods"]}]}}})).json()["message"]
 
     r = await api.create(f"{BETA}/mutatingadmissionpolicybindings", binding(policy_name="",
                          paramRef={"parameterNotFoundAction": "Maybe"}))
     assert r.status == 422
     fields = {c["field"] for c in r.json()["details"]["causes"]}
     assert {"spec.policyName", "spec.paramRef", "spec.paramRef.parameterNotFoundAction"} <= fields
+    r = await api.create(f"{BETA}/mutatingadmissionpolicybindings", binding(paramRef={
+        "name": "a/b", "selector": {}, "parameterNotFoundAction": "Allow"}))
+    causes = {(c["field"], c["message"]) for c in r.json()["details"]["causes"]}
+    assert causes == {("spec.paramRef.name", "Invalid value: \"a/b\": may not contain '/'"),
+                      ("spec.paramRef.name", "Forbidden: name and selector are mutually exclusive"),
+                      ("spec.paramRef.selector", "Forbidden: name and selector are mutually exclusive")}
+    bad = policy(variables=[{"name": "in", "expression": "1"}, {"name": "", "expression": " "}],
+                 paramKind={"apiVersion": "a/b/c", "kind": "Config Map"})
+    r = await api.create(f"{BETA}/mutatingadmissionpolicies", bad)
+    msg = r.json()["message"]
+    assert 'spec.variables[0].name: Invalid value: "in": must be a valid CEL identifier' in msg
+    assert "spec.variables[1].name: Required value: name is not specified" in msg
+    assert "spec.variables[1].expression: Required value: expression is not specified" in msg
+    assert 'spec.paramKind.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c' in msg
+    assert 'spec.paramKind.kind: Invalid value: "Config Map": may have mixed case, but should otherwise match: ' in msg
 
 
 async def test_table_discovery_and_openapi(api: Api) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kapi.admission import cel
 from tests.api import conftest as _api
 from tests.api.conftest import Api
 
@@ -206,17 +207,47 @@ async def test_binding_match_resources_and_v1alpha1(api: Api) -> None:
     assert r.json()["metadata"]["labels"] == {"scoped": "yes"}
 
 
-async def test_compile_error_fails_the_policy(api: Api) -> None:
-    await install(api, policy("bad", apply("Object{metadata: }")))
-    r = await api.create(CMS, cm("fifteen"))
-    assert r.status == 403
-    assert r.json()["message"].startswith("policy 'bad' with binding 'bad-binding' denied request: compilation "
-                                          "failed: ")
+async def test_expressions_are_compiled_when_a_policy_is_written(api: Api) -> None:
+    r = await api.create(f"{BETA}/mutatingadmissionpolicies", policy("bad", apply("Object{metadata: }")))
+    assert r.status == 422
+    cause = r.json()["details"]["causes"][0]
+    assert cause["field"] == "spec.mutations[0].applyConfiguration.expression"
+    assert cause["message"].startswith('Invalid value: "Object{metadata: }": compilation failed: ')
+    r = await api.create(f"{BETA}/mutatingadmissionpolicies", policy(
+        "not-an-object", apply("'text'"), matchConditions=[{"name": "c", "expression": "1"}],
+        variables=[{"name": "v", "expression": "object.+"}]))
+    assert r.status == 422
+    causes = {c["field"]: c["message"] for c in r.json()["details"]["causes"]}
+    assert causes["spec.mutations[0].applyConfiguration.expression"] == (
+        "Invalid value: \"'text'\": must evaluate to Object but got string")
+    assert causes["spec.matchConditions[0].expression"] == 'Invalid value: "1": must evaluate to bool but got int'
+    assert causes["spec.variables[0].expression"].startswith('Invalid value: "object.+": compilation failed: ')
+    r = await api.create(f"{BETA}/mutatingadmissionpolicies", policy("jp", jsonpatch('JSONPatch{op: "remove"}')))
+    assert r.status == 422
+    assert "must evaluate to list(JSONPatch) but got map(string, string)" in r.json()["message"]
 
 
-async def test_return_types(api: Api) -> None:
-    await install(api, policy("not-an-object", apply("'text'")))
-    r = await api.create(CMS, cm("sixteen"))
+async def test_json_patch_that_does_not_apply(api: Api) -> None:
+    await install(api, policy("remove-missing", jsonpatch('[JSONPatch{op: "remove", path: "/spec/missing"}]')))
+    r = await api.create(CMS, cm("seventeen"))
     assert r.status == 403
-    assert r.json()["message"] == ("policy 'not-an-object' with binding 'not-an-object-binding' denied request: "
-                                   "must evaluate to Object but got string")
+    assert r.json()["message"] == ("policy 'remove-missing' with binding 'remove-missing-binding' denied request: "
+                                   'JSONPath: doc is missing path: "/spec/missing": missing value')
+
+
+def test_a_policy_that_does_not_compile_fails_at_admission() -> None:
+    import trio
+
+    from kapi.admission.policy.mutating import PatchError, compile_policy
+
+    compiled = compile_policy(policy("bad", apply("Object{metadata: }")))
+    assert compiled.fail and not compiled.reinvoke
+
+    async def run() -> str:
+        try:
+            await compiled.apply(0, cel.Activation(), {}, None, ("", "v1", "ConfigMap"), cel.Budget(10**6))  # type: ignore[arg-type]
+        except PatchError as exc:
+            return exc.message
+        return ""
+
+    assert trio.run(run).startswith("compilation failed: ")

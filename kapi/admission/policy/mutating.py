@@ -34,6 +34,7 @@ from kapi.admission.cel import RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Activat
 from kapi.object import patch as jsonpatch
 from kapi.object.managedfields.merge import MergeError, atomic_paths, merge
 from kapi.object.schema import Schema
+from kapi.object.validation.admissionregistration import mutating_expression_check
 
 Obj = dict[str, Any]
 APPLY_CONFIGURATION, JSON_PATCH = "ApplyConfiguration", "JSONPatch"
@@ -352,3 +353,44 @@ def compile_policy(policy: Obj) -> CompiledPolicy:
                           fail=spec.get("failurePolicy", "Fail") != "Ignore",
                           reinvoke=spec.get("reinvocationPolicy") == "IfNeeded", has_params=has_params,
                           variables=variables, match_conditions=conditions, mutations=mutations)
+
+
+def expression_errors(spec: Obj) -> list[tuple[str, str, str]]:
+    """The expressions of a policy spec that do not compile, as kube's validation reports them:
+    (field path, expression, "compilation failed: ..." / "must evaluate to ...")."""
+    out: list[tuple[str, str, str]] = []
+    has_params = spec.get("paramKind") is not None
+    specs = [(str(v.get("name") or ""), str(v.get("expression") or "")) for v in _dicts(spec.get("variables"))]
+    variables = cel.compile_variables(specs, params=has_params)
+    for i, (name, text) in enumerate(specs):
+        v = variables.get(name)
+        if isinstance(v, CelError) and text.strip():
+            out.append((f"spec.variables[{i}].expression", text, v.message))
+    for i, m in enumerate(_dicts(spec.get("matchConditions"))):
+        text = str(m.get("expression") or "")
+        if not text.strip():
+            continue
+        try:
+            cel.compile_expression(text, (), kind="bool", params=has_params)
+        except CelError as exc:
+            out.append((f"spec.matchConditions[{i}].expression", text, exc.message))
+    for i, m in enumerate(_dicts(spec.get("mutations"))):
+        field_name = {APPLY_CONFIGURATION: "applyConfiguration", JSON_PATCH: "jsonPatch"}.get(str(m.get("patchType")))
+        holder = m.get(field_name) if field_name else None
+        text = str(holder.get("expression") or "") if isinstance(holder, dict) else ""
+        if not text.strip():
+            continue
+        compiled = compile_mutation(m, variables=variables.keys(), params=has_params)
+        if isinstance(compiled.expression, CelError):
+            out.append((f"spec.mutations[{i}].{field_name}.expression", text.strip(), compiled.expression.message))
+    return out
+
+
+def _dicts(value: Any) -> list[Obj]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+# kube compiles a policy's expressions when it is created or updated: the validation of the object
+# layer calls back into this environment once it is loaded.
+if expression_errors not in mutating_expression_check:
+    mutating_expression_check.append(expression_errors)

@@ -6,13 +6,15 @@ their presence and the surrounding rules are checked."""
 
 from __future__ import annotations
 
+import re
+from typing import Callable
 from urllib.parse import urlsplit
 
 from kapi.errors import Cause
 from kapi.object.validation.fields import (Obj, _d, _i, _l, _s, field_duplicate, field_forbidden, field_invalid,
     field_not_supported, field_required, unique_causes)
 from kapi.object.validation.meta import _validate_label_selector
-from kapi.object.validation.names import is_dns1123_subdomain
+from kapi.object.validation.names import is_dns1035_label, is_dns1123_subdomain, is_qualified_name
 
 _FAILURE = ("Fail", "Ignore")
 _MATCH = ("Equivalent", "Exact")
@@ -324,16 +326,40 @@ def validate_validating_admission_policy_binding_update(new: Obj, old: Obj) -> l
 _PATCH_TYPES = ("ApplyConfiguration", "JSONPatch")
 # A mutating policy acts on writes with a body: DELETE may not be matched.
 _MUTATING_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")
+_CEL_IDENT = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
+_CEL_RESERVED = frozenset(("true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+                           "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
+                           "void", "while"))
+
+# Compiles a mutating policy's expressions as kube's validation does, when the admission layer has
+# registered its CEL environment: (spec) -> [(field path, expression, error)].
+ExpressionCheck = Callable[[Obj], list[tuple[str, str, str]]]
+mutating_expression_check: list[ExpressionCheck] = []
 
 
-def _mutating_match_resources(match: Obj, path: str, *, required_rules: bool) -> list[Cause]:
-    errs = _match_resources(match, path, required_rules=required_rules)
+def field_too_many(path: str, actual: int, limit: int) -> Cause:
+    """field.TooMany: ``Too many: <n>: must have at most <limit> items``."""
+    return Cause(reason="FieldValueTooMany", message=f"Too many: {actual}: must have at most {limit} items", field=path)
+
+
+def _mutating_operations(rules: object, path: str) -> list[Cause]:
+    """validateOperations: every operation of the rules is one a mutating policy may match."""
+    return [field_not_supported(path, op, _MUTATING_OPERATIONS)
+            for rule in _l(rules) for op in _l(_d(rule).get("operations")) if op not in _MUTATING_OPERATIONS]
+
+
+def _mutating_match_resources(match: Obj, path: str) -> list[Cause]:
+    errs: list[Cause] = []
+    if match.get("matchPolicy") is None:
+        errs.append(field_required(f"{path}.matchPolicy"))
+    elif match["matchPolicy"] not in _MATCH:
+        errs.append(field_not_supported(f"{path}.matchPolicy", match["matchPolicy"], _MATCH))
+    for sel in ("namespaceSelector", "objectSelector"):
+        if match.get(sel) is not None:
+            errs += _validate_label_selector(match[sel], f"{path}.{sel}")
     for field in ("resourceRules", "excludeResourceRules"):
         for i, rule in enumerate(_l(match.get(field))):
-            for j, op in enumerate(_l(_d(rule).get("operations"))):
-                if op == "DELETE":
-                    errs.append(field_not_supported(f"{path}.{field}[{i}].operations[{j}]", op,
-                                                    _MUTATING_OPERATIONS))
+            errs += _rule(_d(rule), f"{path}.{field}[{i}]")
     return errs
 
 
@@ -343,28 +369,43 @@ def _param_kind(param_kind: object, path: str) -> list[Cause]:
     version = _s(pk.get("apiVersion"))
     if not version:
         errs.append(field_required(f"{path}.apiVersion"))
-    elif version.count("/") > 1 or version.startswith("/") or version.endswith("/"):
+    elif version.count("/") > 1:
         errs.append(field_invalid(f"{path}.apiVersion", version, f"unexpected GroupVersion string: {version}"))
-    if not _s(pk.get("kind")):
+    elif version != "/":
+        group, _, ver = version.rpartition("/")
+        if group:
+            problems = is_dns1123_subdomain(group)
+            if problems:
+                errs.append(field_invalid(f"{path}.apiVersion", group, ",".join(problems)))
+        if not ver:
+            errs.append(field_invalid(f"{path}.apiVersion", version, "version must be specified"))
+        elif is_dns1035_label(ver):
+            errs.append(field_invalid(f"{path}.apiVersion", ver, ",".join(is_dns1035_label(ver))))
+    kind = _s(pk.get("kind"))
+    if not kind:
         errs.append(field_required(f"{path}.kind"))
+    elif is_dns1035_label(kind.lower()):
+        errs.append(field_invalid(f"{path}.kind", kind, "may have mixed case, but should otherwise match: "
+                                  + ",".join(is_dns1035_label(kind.lower()))))
     return errs
 
 
 def _mutation(m: Obj, path: str) -> list[Cause]:
-    errs: list[Cause] = []
     patch_type = m.get("patchType")
-    for kind, field in (("ApplyConfiguration", "applyConfiguration"), ("JSONPatch", "jsonPatch")):
-        if patch_type == kind:
-            if m.get(field) is None:
-                errs.append(field_required(f"{path}.{field}", f"must be specified when patchType is {kind}"))
-            elif not _s(_d(m[field]).get("expression")).strip():
-                errs.append(field_required(f"{path}.{field}.expression"))
-        elif patch_type in _PATCH_TYPES and m.get(field) is not None:
-            errs.append(field_forbidden(f"{path}.{field}", f"must not be specified when patchType is {patch_type}"))
     if not patch_type:
-        errs.append(field_required(f"{path}.patchType"))
-    elif patch_type not in _PATCH_TYPES:
-        errs.append(field_not_supported(f"{path}.patchType", patch_type, _PATCH_TYPES))
+        return [field_required(f"{path}.patchType")]
+    errs: list[Cause] = []
+    if patch_type not in _PATCH_TYPES:
+        return [field_not_supported(f"{path}.patchType", patch_type, _PATCH_TYPES)]
+    field, other = ("jsonPatch", "applyConfiguration") if patch_type == "JSONPatch" else \
+        ("applyConfiguration", "jsonPatch")
+    if m.get(field) is None:
+        errs.append(field_required(f"{path}.{field}", f"must be specified when patchType is {patch_type}"))
+    elif not _s(_d(m[field]).get("expression")).strip():
+        errs.append(field_required(f"{path}.{field}.expression"))
+    if m.get(other) is not None:
+        errs.append(field_invalid(f"{path}.{other}", "{" + other + "}",
+                                  f"must not be specified when patchType is {patch_type}"))
     return errs
 
 
@@ -379,24 +420,37 @@ def _mutating_policy_spec(spec: Obj) -> list[Cause]:
         errs += _param_kind(spec["paramKind"], "spec.paramKind")
     match = spec.get("matchConstraints")
     if not isinstance(match, dict):
-        errs.append(field_required("spec.matchConstraints", ""))
+        errs.append(field_required("spec.matchConstraints"))
     else:
-        errs += _mutating_match_resources(match, "spec.matchConstraints", required_rules=True)
+        errs += _mutating_match_resources(match, "spec.matchConstraints")
+        if not _l(match.get("resourceRules")):
+            errs.append(field_required("spec.matchConstraints.resourceRules"))
+        errs += _mutating_operations(match.get("resourceRules"), "spec.matchConstraints.resourceRules.operations")
     conditions = _l(spec.get("matchConditions"))
     if len(conditions) > 64:
-        errs.append(field_invalid("spec.matchConditions", len(conditions), "must have at most 64 items"))
-    errs += _match_conditions(conditions, "spec.matchConditions")
+        errs.append(field_too_many("spec.matchConditions", len(conditions), 64))
     names: set[str] = set()
+    for i, mc in enumerate(conditions):
+        mc, p = _d(mc), f"spec.matchConditions[{i}]"
+        if not _s(mc.get("expression")).strip():
+            errs.append(field_required(f"{p}.expression"))
+        name = _s(mc.get("name"))
+        if not name:
+            errs.append(field_required(f"{p}.name"))
+            continue
+        errs += [field_invalid(f"{p}.name", name, msg) for msg in is_qualified_name(name)]
+        if name in names:
+            errs.append(field_duplicate(f"{p}.name", name))
+        names.add(name)
     for i, var in enumerate(_l(spec.get("variables"))):
         var, p = _d(var), f"spec.variables[{i}]"
         name = _s(var.get("name"))
-        if not name:
-            errs.append(field_required(f"{p}.name"))
-        elif name in names:
-            errs.append(field_duplicate(f"{p}.name", name))
-        names.add(name)
+        if not name.strip():
+            errs.append(field_required(f"{p}.name", "name is not specified"))
+        elif not _CEL_IDENT.match(name) or name in _CEL_RESERVED:
+            errs.append(field_invalid(f"{p}.name", name, "must be a valid CEL identifier"))
         if not _s(var.get("expression")).strip():
-            errs.append(field_required(f"{p}.expression"))
+            errs.append(field_required(f"{p}.expression", "expression is not specified"))
     mutations = _l(spec.get("mutations"))
     if not mutations:
         errs.append(field_required("spec.mutations", "mutations must contain at least one item"))
@@ -407,6 +461,8 @@ def _mutating_policy_spec(spec: Obj) -> list[Cause]:
         errs.append(field_required("spec.reinvocationPolicy"))
     elif reinvocation not in _REINVOCATION:
         errs.append(field_not_supported("spec.reinvocationPolicy", reinvocation, _REINVOCATION))
+    for check in mutating_expression_check:
+        errs += [field_invalid(path, expression, detail) for path, expression, detail in check(spec)]
     return errs
 
 
@@ -420,26 +476,48 @@ def validate_mutating_admission_policy_update(new: Obj, old: Obj) -> list[Cause]
     return _mutating_policy_spec(_d(new.get("spec")))
 
 
+def _param_ref(param_ref: object, path: str) -> list[Cause]:
+    pr = _d(param_ref)
+    errs: list[Cause] = []
+    name, selector = _s(pr.get("name")), pr.get("selector")
+    if name:
+        errs += [field_invalid(f"{path}.name", name, msg) for msg in _path_segment_name(name)]
+        if selector is not None:
+            errs.append(field_forbidden(f"{path}.name", "name and selector are mutually exclusive"))
+    if selector is not None:
+        errs += _validate_label_selector(selector, f"{path}.selector")
+        if name:
+            errs.append(field_forbidden(f"{path}.selector", "name and selector are mutually exclusive"))
+    if not name and selector is None:
+        errs.append(field_required(path, "one of name or selector must be specified"))
+    action = pr.get("parameterNotFoundAction")
+    if not action:
+        errs.append(field_required(f"{path}.parameterNotFoundAction"))
+    elif action not in ("Deny", "Allow"):
+        errs.append(field_not_supported(f"{path}.parameterNotFoundAction", action, ("Deny", "Allow")))
+    return errs
+
+
+def _path_segment_name(name: str) -> list[str]:
+    """IsPathSegmentName."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
+
 def _mutating_binding_spec(spec: Obj) -> list[Cause]:
     errs: list[Cause] = []
-    if not _s(spec.get("policyName")):
+    policy_name = _s(spec.get("policyName"))
+    if not policy_name:
         errs.append(field_required("spec.policyName"))
-    param_ref = spec.get("paramRef")
-    if isinstance(param_ref, dict):
-        if param_ref.get("name") and param_ref.get("selector") is not None:
-            errs.append(field_forbidden("spec.paramRef.name", "name and selector are mutually exclusive"))
-        if not param_ref.get("name") and param_ref.get("selector") is None:
-            errs.append(field_required("spec.paramRef", "one of name or selector must be specified"))
-        if param_ref.get("selector") is not None:
-            errs += _validate_label_selector(param_ref["selector"], "spec.paramRef.selector")
-        action = param_ref.get("parameterNotFoundAction")
-        if action is None:
-            errs.append(field_required("spec.paramRef.parameterNotFoundAction"))
-        elif action not in ("Allow", "Deny"):
-            errs.append(field_not_supported("spec.paramRef.parameterNotFoundAction", action, ("Allow", "Deny")))
+    else:
+        errs += [field_invalid("spec.policyName", policy_name, msg) for msg in is_dns1123_subdomain(policy_name)]
+    if isinstance(spec.get("paramRef"), dict):
+        errs += _param_ref(spec["paramRef"], "spec.paramRef")
     match = spec.get("matchResources")
     if isinstance(match, dict):
-        errs += _mutating_match_resources(match, "spec.matchResources", required_rules=False)
+        errs += _mutating_match_resources(match, "spec.matchResources")
+        errs += _mutating_operations(match.get("resourceRules"), "spec.matchResources.resourceRules.operations")
     return errs
 
 
