@@ -486,3 +486,27 @@ async def test_not_ready_until_the_configurations_are_read(nursery: trio.Nursery
     with pytest.raises(errors.Forbidden) as caught:
         await registry.create(cms, "app", cm("x"), WriteOptions(admission=chain.bind(USER, [])))
     assert caught.value.message == 'configmaps "x" is forbidden: not yet ready to handle request'
+
+
+async def test_kubes_webhook_metrics(env: Env, server: AdmissionServer) -> None:
+    server.handler = lambda path, review: deny(review, "no", 403) if path.startswith("/deny") else allow(review)
+    down = f"https://127.0.0.1:{closed_port()}/"
+    await env.configure(VWC, "m", [webhook("ok.example.com", server, "/ok"),
+                                   webhook("open.example.com", None, url=down, failurePolicy="Ignore")])
+    await env.create_cm(cm("one"))
+    await env.configure(VWC, "m", [webhook("deny.example.com", server, "/deny")])
+    with pytest.raises(errors.StatusError):
+        await env.create_cm(cm("two"))
+    text = env.registry.metrics.exposition().decode()
+    for line in (
+        'apiserver_admission_webhook_fail_open_count{name="open.example.com",type="validating"} 1.0',
+        'apiserver_admission_webhook_request_total{code="200",name="ok.example.com",operation="CREATE",'
+        'rejected="false",type="validating"} 1.0',
+        'apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.example.com",'
+        'operation="CREATE",rejection_code="403",type="validating"} 1.0',
+        'apiserver_admission_webhook_request_total{code="403",name="deny.example.com",operation="CREATE",'
+        'rejected="true",type="validating"} 1.0',
+    ):
+        assert line in text, line
+    assert 'apiserver_admission_webhook_admission_duration_seconds_count{name="ok.example.com",operation="CREATE",' \
+           'rejected="false",type="validating"} 1.0' in text

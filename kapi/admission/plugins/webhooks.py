@@ -18,6 +18,7 @@ from kapi.admission.matching import is_exempt
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
 from kapi.admission.webhook import dispatch
 from kapi.admission.webhook.auth import resolver_from
+from kapi.admission.webhook.metrics import webhook_metrics
 from kapi.admission.webhook.source import MUTATING, VALIDATING, HookSource
 
 
@@ -29,6 +30,7 @@ class _WebhookPlugin(Plugin):
         deps.objects.watch("", "namespaces")  # namespaceSelector reads namespaces' labels
         self.source = HookSource(deps.objects, self.resource, deps.client_factory, deps.resolve_service,
                                  resolver_from(deps.configuration.get(self.name), self.name))
+        self.metrics = webhook_metrics(deps.registry.metrics)
 
     async def _ready(self, a: Attributes) -> bool:
         """False for a request webhooks never see; 403 while the configurations are not read yet."""
@@ -49,7 +51,7 @@ class MutatingAdmissionWebhook(_WebhookPlugin):
 
     async def admit(self, a: Attributes) -> None:
         if await self._ready(a):
-            await dispatch.mutate(self.name, self.source, a, self.deps)
+            await dispatch.mutate(self.name, self.source, a, self.deps, self.metrics)
 
 
 class ValidatingAdmissionWebhook(_WebhookPlugin):
@@ -58,4 +60,4 @@ class ValidatingAdmissionWebhook(_WebhookPlugin):
 
     async def validate(self, a: Attributes) -> None:
         if await self._ready(a):
-            await dispatch.validate(self.source, a, self.deps)
+            await dispatch.validate(self.source, a, self.deps, self.metrics)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ from kapi.admission.matching import (convert, is_exempt, kind_for, namespace_mat
 from kapi.admission.plugin import Attributes, PluginDeps
 from kapi.admission.webhook.call import (CallingError, Rejection, call, decode_patch, go_json, internal_error,
                                          to_status_error)
+from kapi.admission.webhook.metrics import APISERVER_INTERNAL_ERROR, CALLING_WEBHOOK_ERROR, NO_ERROR, WebhookMetrics
 from kapi.admission.webhook.source import Hook, HookSource
 from kapi.object.patch import apply_json_patch
 from kapi.registry.resources import Resource
@@ -169,7 +171,32 @@ def _q(text: str) -> str:
     return go_quote(text)
 
 
-async def mutate(plugin_name: str, source: HookSource, a: Attributes, deps: PluginDeps) -> None:
+def _observe(metrics: WebhookMetrics | None, kind: str, hook: Hook, a: Attributes, started: float,
+             failure: BaseException | None) -> None:
+    """kube's ObserveWebhook / ObserveWebhookRejection / ObserveWebhookFailOpen for one call."""
+    if metrics is None:
+        return
+    name, op, took = hook.name, a.operation, time.monotonic() - started
+    ignore = hook.failure_policy == "Ignore"
+    if failure is None:
+        metrics.observe(name, kind, op, took, False, 200)
+    elif isinstance(failure, CallingError):
+        code = failure.status.code
+        if not ignore:
+            metrics.rejection(name, kind, op, CALLING_WEBHOOK_ERROR, code)
+        else:
+            metrics.fail_open(name, kind)
+        metrics.observe(name, kind, op, took, not ignore, code)
+    elif isinstance(failure, Rejection):
+        metrics.rejection(name, kind, op, NO_ERROR, failure.status.code)
+        metrics.observe(name, kind, op, took, True, failure.status.code)
+    else:
+        metrics.rejection(name, kind, op, APISERVER_INTERNAL_ERROR, 0)
+        metrics.observe(name, kind, op, took, True, 0)
+
+
+async def mutate(plugin_name: str, source: HookSource, a: Attributes, deps: PluginDeps,
+                 metrics: WebhookMetrics | None = None) -> None:
     """kube's mutating dispatcher: each matching webhook in order; a webhook that changed the
     object makes the chain run again, and the IfNeeded webhooks called before it are called once
     more in that round (as is each one when an earlier plugin changed the object since)."""
@@ -193,10 +220,12 @@ async def mutate(plugin_name: str, source: HookSource, a: Attributes, deps: Plug
             round_ = 1 if a.is_reinvoke else 0
             failure: Exception | None = None
             changed = False
+            started = time.monotonic()
             try:
                 changed = await _call_mutating(source, inv, a, round_, index)
             except (CallingError, Rejection, errors.StatusError) as exc:
                 failure = exc
+            _observe(metrics, "admit", hook, a, started, failure)
             if changed:
                 state.require_reinvoking()
                 a.reinvoke = True
@@ -221,7 +250,7 @@ async def mutate(plugin_name: str, source: HookSource, a: Attributes, deps: Plug
 # ----------------------------------------------------------------------------- validating
 
 
-async def validate(source: HookSource, a: Attributes, deps: PluginDeps) -> None:
+async def validate(source: HookSource, a: Attributes, deps: PluginDeps, metrics: WebhookMetrics | None = None) -> None:
     """kube's validating dispatcher: the matching webhooks called at once, each bounded by its
     timeout; the first refusal (in the order they come back) refuses the request."""
     if is_exempt(a):
@@ -252,9 +281,11 @@ async def validate(source: HookSource, a: Attributes, deps: PluginDeps) -> None:
         hook = inv.hook
         ignore = hook.failure_policy == "Ignore"
         obj, old = objects[(inv.resource.group, inv.resource.version, inv.resource.resource)]
+        started = time.monotonic()
         try:
             await call(source, hook, a, inv.resource, inv.kind, obj, old, mutating=False)
         except CallingError as exc:
+            _observe(metrics, "validating", hook, a, started, exc)
             if ignore:
                 log.warning("Failed calling webhook, failing open %s: %s", hook.name, exc)
                 a.annotate(f"{VALIDATING_FAILED_OPEN_PREFIX}round_0_index_{index}", hook.name)
@@ -262,8 +293,10 @@ async def validate(source: HookSource, a: Attributes, deps: PluginDeps) -> None:
             log.warning("Failed calling webhook, failing closed %s: %s", hook.name, exc)
             failures.append(internal_error(str(exc)))
         except Rejection as exc:
+            _observe(metrics, "validating", hook, a, started, exc)
             failures.append(exc.status)
         except errors.StatusError as exc:
+            _observe(metrics, "validating", hook, a, started, exc)
             failures.append(exc)
         except Exception as exc:  # kube's recovered panic
             log.exception("calling webhook %s failed", hook.name)
@@ -271,6 +304,8 @@ async def validate(source: HookSource, a: Attributes, deps: PluginDeps) -> None:
                 a.annotate(f"{VALIDATING_FAILED_OPEN_PREFIX}round_0_index_{index}", hook.name)
                 return
             failures.append(internal_error(f"ValidatingAdmissionWebhook/{hook.name} has panicked: {exc}"))
+        else:
+            _observe(metrics, "validating", hook, a, started, None)
 
     if len(relevant) == 1:
         await one(0, relevant[0])
