@@ -100,3 +100,13 @@ def test_rewritten_expressions_evaluate() -> None:
                                            {TYPE_KEY: "Object.spec.containers", "name": "b"}]
     c = cel.compile_expression(rewrite('jsonpatch.escapeKey("a/b~c")'), kind="any")
     assert c.evaluate(cel.Activation()) == "a~1b~0c"
+
+
+def test_compile_errors_point_into_the_expression_as_written() -> None:
+    from kapi.admission.policy.mutating import compile_mutation
+
+    m = compile_mutation({"patchType": "ApplyConfiguration",
+                          "applyConfiguration": {"expression": "Object{\n  metadata: objectx\n}"}})
+    assert isinstance(m.expression, cel.CelError)
+    assert m.expression.message == ("compilation failed: ERROR: <input>:2:13: undeclared reference to 'objectx' "
+                                    "(in container '')\n |   metadata: objectx\n | ............^")

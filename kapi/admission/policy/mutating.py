@@ -91,9 +91,22 @@ def _closing(tokens: list[str], i: int) -> int:
     return len(tokens)
 
 
-def _escape_key_calls(tokens: list[str]) -> list[str]:
+class _Piece(str):
+    """A piece of a rewritten expression and the offset in the original text it comes from."""
+
+    at: int
+    orig: bool
+
+
+def _piece(text: str, at: int, orig: bool = False) -> _Piece:
+    p = _Piece(text)
+    p.at, p.orig = at, orig
+    return p
+
+
+def _escape_key_calls(tokens: list[_Piece]) -> list[_Piece]:
     """``jsonpatch.escapeKey(x)`` → ``(x).replace("~", "~0").replace("/", "~1")`` (RFC 6901)."""
-    out: list[str] = []
+    out: list[_Piece] = []
     i = 0
     while i < len(tokens):
         if tokens[i] == "jsonpatch" and _last(out) != ".":
@@ -102,8 +115,10 @@ def _escape_key_calls(tokens: list[str]) -> list[str]:
             paren = _next(tokens, fn)
             if _at(tokens, dot) == "." and _at(tokens, fn) == "escapeKey" and _at(tokens, paren) == "(":
                 close = _closing(tokens, paren)
-                inner = "".join(_escape_key_calls(tokens[paren + 1:close]))
-                out.append(f'({inner}).replace("~", "~0").replace("/", "~1")')
+                out.append(_piece("(", tokens[i].at))
+                out.extend(_escape_key_calls(tokens[paren + 1:close]))
+                end = tokens[close].at if close < len(tokens) else tokens[-1].at
+                out.append(_piece(').replace("~", "~0").replace("/", "~1")', end))
                 i = close + 1
                 continue
         out.append(tokens[i])
@@ -113,8 +128,13 @@ def _escape_key_calls(tokens: list[str]) -> list[str]:
 
 def rewrite(text: str) -> str:
     """``Object.spec{replicas: 1}`` → ``{"<TYPE_KEY>": "Object.spec", "replicas": 1}`` (and JSONPatch{...})."""
-    tokens = _escape_key_calls(_TOKEN.findall(text))
-    out: list[str] = []
+    return rewrite_mapped(text)[0]
+
+
+def rewrite_mapped(text: str) -> tuple[str, list[int]]:
+    """``rewrite``, and for each character of the result the offset in ``text`` it comes from."""
+    tokens = _escape_key_calls([_piece(m.group(), m.start(), True) for m in _TOKEN.finditer(text)])
+    out: list[_Piece] = []
     frames: list[str] = []  # per open bracket: "init" (an initializer: field names are quoted) or "other"
     expect_field = False
     i = 0
@@ -131,19 +151,19 @@ def rewrite(text: str) -> str:
                 continue
             expect_field = False
             if _IDENT.fullmatch(t):
-                out.append(f'"{t}"')
+                out += [_piece('"', t.at), t, _piece('"', t.at + len(t) - 1)]
                 i += 1
                 continue
         if t in ("Object", "JSONPatch") and _last(out) != ".":
-            name, j = [t], _next(tokens, i)
+            name, j = [str(t)], _next(tokens, i)
             while t == "Object" and _at(tokens, j) == "." and _IDENT.fullmatch(_at(tokens, _next(tokens, j))):
                 field_at = _next(tokens, j)
-                name.append(tokens[field_at])
+                name.append(str(tokens[field_at]))
                 j = _next(tokens, field_at)
             if _at(tokens, j) == "{":
                 frames.append("init")
                 empty = _at(tokens, _next(tokens, j)) == "}"
-                out.append("{" + f'"{TYPE_KEY}": "{".".join(name)}"' + ("" if empty else ", "))
+                out.append(_piece("{" + f'"{TYPE_KEY}": "{".".join(name)}"' + ("" if empty else ", "), t.at))
                 expect_field = not empty
                 i = j + 1
                 continue
@@ -156,7 +176,31 @@ def rewrite(text: str) -> str:
             expect_field = True
         out.append(t)
         i += 1
-    return "".join(out)
+    offsets = [p.at + k if p.orig else p.at for p in out for k in range(len(p))]
+    return "".join(out), offsets
+
+
+_ERROR_AT = re.compile(r"<input>:(\d+):(\d+): (.*)\n \| .*\n \| [.]*\^")
+
+
+def _remap(message: str, original: str, rewritten: str, offsets: list[int]) -> str:
+    """A compile error of the rewritten text with the original's positions and source line."""
+    if rewritten == original or not offsets:
+        return message
+    starts = [0]
+    for line in rewritten.split("\n")[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    olines = original.split("\n")
+
+    def fix(m: re.Match[str]) -> str:
+        line, col = int(m.group(1)), int(m.group(2))
+        pos = starts[min(line, len(starts)) - 1] + col - 1
+        at = offsets[min(max(pos, 0), len(offsets) - 1)]
+        oline = original.count("\n", 0, at)
+        ocol = at - (original.rfind("\n", 0, at) + 1)
+        return f"<input>:{oline + 1}:{ocol + 1}: {m.group(3)}\n | {olines[oline]}\n | {'.' * ocol}^"
+
+    return _ERROR_AT.sub(fix, message)
 
 
 def _type_check(value: Any, path: str) -> None:
@@ -320,8 +364,9 @@ def compile_mutation(m: Obj, *, variables: Any = (), params: bool = True) -> Mut
     patch_type = str(m.get("patchType") or "")
     holder = m.get("applyConfiguration") if patch_type == APPLY_CONFIGURATION else m.get("jsonPatch")
     text = str((holder or {}).get("expression") or "")
+    rewritten, offsets = rewrite_mapped(text)
     try:
-        compiled = cel.compile_expression(rewrite(text), variables, kind="any", params=params)
+        compiled = cel.compile_expression(rewritten, variables, kind="any", params=params)
         if patch_type == APPLY_CONFIGURATION and not compiled.output.startswith("map"):
             raise CelError(f"must evaluate to Object but got {compiled.output}")
         if patch_type == JSON_PATCH and not compiled.output.startswith("list"):
@@ -329,7 +374,7 @@ def compile_mutation(m: Obj, *, variables: Any = (), params: bool = True) -> Mut
         compiled.text = text  # errors quote the expression as written
         return Mutation(patch_type, compiled)
     except CelError as exc:
-        return Mutation(patch_type, exc)
+        return Mutation(patch_type, CelError(_remap(exc.message, text, rewritten, offsets)))
 
 
 def compile_policy(policy: Obj) -> CompiledPolicy:
