@@ -510,3 +510,39 @@ async def test_kubes_webhook_metrics(env: Env, server: AdmissionServer) -> None:
         assert line in text, line
     assert 'apiserver_admission_webhook_admission_duration_seconds_count{name="ok.example.com",operation="CREATE",' \
            'rejected="false",type="validating"} 1.0' in text
+
+
+async def test_without_informers_or_background_task(nursery: trio.Nursery, server: AdmissionServer) -> None:
+    """Read from the registry on each request (no informers), old clients closed by the next request."""
+    from kapi.admission.chain import build_chain
+    from kapi.admission.plugin import Objects, PluginDeps
+    from kapi.apis import BUILTIN
+    from kapi.registry.resources import ResourceTable
+    from kapi.registry.store import Registry, WriteOptions
+    from kapi.storage.memory import MemoryStorage
+    from tests.admission.test_webhook_support import configuration, factory
+
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    chain = build_chain(["ValidatingAdmissionWebhook"], PluginDeps(registry, Objects(registry, None),
+                                                                   client_factory=factory))
+    source = chain.plugins[0].source  # type: ignore[attr-defined]
+    cms, vwcs = registry.table.get("", "v1", "configmaps"), registry.table.get(
+        "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations")
+    assert cms is not None and vwcs is not None
+    ns = registry.table.get("", "v1", "namespaces")
+    assert ns is not None
+    await registry.create(ns, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}},
+                          WriteOptions())
+    await registry.create(vwcs, "", configuration(VWC, "c", [webhook("a.example.com", server, "/a")]), WriteOptions())
+    await registry.create(cms, "app", cm("one"), WriteOptions(admission=chain.bind(USER, [])))
+    (first,) = [c for _, c in source._clients.values()]
+    stored = await registry.get(vwcs, "", "c")
+    stored["webhooks"][0]["clientConfig"]["url"] = server.base + "/b"
+    await registry.update(vwcs, "", "c", stored, WriteOptions())
+    await registry.create(cms, "app", cm("two"), WriteOptions(admission=chain.bind(USER, [])))
+    assert first._client is None  # closed
+    assert [s.path.split("?")[0] for s in server.seen] == ["/a", "/b"]
+    for _, c in source._clients.values():
+        await c.aclose()

@@ -184,6 +184,7 @@ class HookSource:
     _clients: dict[str, tuple[tuple[Any, ...], HookClient]] = field(default_factory=dict)
     _closing: list[HookClient] = field(default_factory=list)
     _wakeup: trio.Event = field(default_factory=trio.Event)
+    _running: bool = False
 
     def __post_init__(self) -> None:
         self.informer = self.objects.watch(GROUP, self.resource)
@@ -221,6 +222,8 @@ class HookSource:
         if fingerprint != self._fingerprint:
             self._fingerprint = fingerprint
             self._rebuild(configs)
+        if self._closing and not self._running:  # no background task (a server without run()): close here
+            await self.close_retired()
         return self._hooks
 
     def _rebuild(self, configs: list[Obj]) -> None:
@@ -308,12 +311,14 @@ class HookSource:
 
     async def run(self) -> None:
         """Close the clients of changed or removed webhooks as they are retired."""
+        self._running = True
         try:
             while True:
                 await self._wakeup.wait()
                 self._wakeup = trio.Event()
                 await self.close_retired()
         finally:
+            self._running = False
             with trio.CancelScope(shield=True):
                 for _, client in list(self._clients.values()):
                     self._closing.append(client)
