@@ -152,3 +152,32 @@ def test_variables_typed_by_their_selection() -> None:
         "ERROR: <input>:1:60: undefined field 'nam'\n"
         " | variables.spec.replica > 1 && variables.containers.all(c, c.nam != '')\n"
         " | " + "." * 59 + "^\n")
+
+
+def test_custom_resource_kinds_checked_with_their_schema() -> None:
+    from dataclasses import replace
+
+    from kapi.object.structural import from_props
+
+    class _Strategy:
+        schema = from_props({"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "size": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}},
+                "extra": {"type": "object", "additionalProperties": {"type": "string"}}}}}})
+
+    base = next(r for r in BUILTIN if r.resource == "configmaps")
+    crd = replace(base, group="example.com", version="v1", resource="widgets", kind="Widget",
+                  strategy=_Strategy())  # type: ignore[arg-type]
+    table = ResourceTable([*BUILTIN, crd])
+    p = policy("p", [{"expression": "object.spec.size <= 3 && object.metadata.name != '' && "
+                                    "object.spec.tags.all(t, t.name != '') && object.spec.extra['a'] == 'b'"},
+                     {"expression": "object.spec.sise <= 3 || object.spec.tags.exists(t, t.nme == 'x') || "
+                                    "object.spec.size == 'big'"}],
+               matchConstraints=rules("widgets", group="example.com"))
+    (w,) = check(p, SCHEMA, table)
+    assert w["fieldRef"] == "spec.validations[1].expression"
+    text = w["warning"]
+    assert text.startswith("example.com/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'sise'")
+    assert "undefined field 'nme'" in text
+    assert "found no matching overload for '_==_' applied to '(int, string)'" in text

@@ -18,15 +18,18 @@ their compiler issues.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from kapi.admission import cel
 from kapi.admission.policy.generic import ConfigError, gvk_string, parse_api_version
 from kapi.object.schema import FieldDef, Schema, TypeDef
+from kapi.object.structural import Structural
 from kapi.registry.resources import ResourceTable
 
 Obj = dict[str, Any]
 MAX_TYPES_TO_CHECK = 10
+OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _MACROS = ("all", "exists", "exists_one", "map", "filter")
 _OPS = {"==": "_==_", "!=": "_!=_", "<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_"}
 _SCALARS = {"integer": "int", "number": "double", "string": "string", "boolean": "bool"}
@@ -62,6 +65,25 @@ def types_to_check(policy: Obj, table: ResourceTable) -> list[tuple[str, str, st
     return sorted(found)
 
 
+@dataclass(frozen=True, slots=True)
+class _Root:
+    """A custom resource's type: its schema, with apiVersion, kind and metadata as every object has them."""
+
+    schema: Structural
+
+
+def _type_of(gvk: tuple[str, str, str], schema: Schema, table: ResourceTable) -> Any:
+    """The schema of a kind: a built-in type, or a custom resource's structural schema (kube's resolver)."""
+    t = schema.type_for(*gvk)
+    if t is not None:
+        return t
+    for res in table.resources:
+        if (res.group, res.version, res.kind) == gvk:
+            st = getattr(res.strategy, "schema", None)
+            return _Root(st) if isinstance(st, Structural) else None
+    return None
+
+
 def _param_gvk(policy: Obj) -> tuple[str, str, str] | None:
     pk = (policy.get("spec") or {}).get("paramKind")
     if not pk:
@@ -75,9 +97,9 @@ def _param_gvk(policy: Obj) -> tuple[str, str, str] | None:
 
 def check(policy: Obj, schema: Schema, table: ResourceTable) -> list[Obj]:
     """kube's TypeChecker.Check: the ExpressionWarnings of ``policy`` (empty when none)."""
-    kinds = [(gvk, t) for gvk in types_to_check(policy, table) if (t := schema.type_for(*gvk)) is not None]
+    kinds = [(gvk, t) for gvk in types_to_check(policy, table) if (t := _type_of(gvk, schema, table)) is not None]
     pgvk = _param_gvk(policy)
-    ptype = schema.type_for(*pgvk) if pgvk is not None else None
+    ptype = _type_of(pgvk, schema, table) if pgvk is not None else None
     spec = policy.get("spec") or {}
     has_params = spec.get("paramKind") is not None
     variables = [str(v.get("name") or "") for v in spec.get("variables") or ()]
@@ -114,7 +136,7 @@ def _variable_shapes(schema: Schema, env: dict[str, Any], var_exprs: dict[str, s
     return out
 
 
-def check_expression(text: str, schema: Schema, obj_type: TypeDef | None, param_type: TypeDef | None,
+def check_expression(text: str, schema: Schema, obj_type: Any, param_type: Any,
                      variables: list[str], has_params: bool, var_exprs: dict[str, str] | None = None) -> str:
     """The issues of one expression with ``object``/``oldObject`` of ``obj_type`` (cel-go's
     ``Issues.String()``), "" when none."""
@@ -176,6 +198,22 @@ class _Walker:
 
     def _field(self, s: Shape, name: str, dot: int) -> Shape:
         s = self._norm(s)
+        if isinstance(s, _Root):
+            if name in ("apiVersion", "kind"):
+                return Structural(type="string")
+            if name == "metadata":
+                return self.schema.get(OBJECT_META)
+            s = s.schema
+        if isinstance(s, Structural):
+            if s.type == "object" and not s.preserve_unknown_fields and not s.embedded_resource \
+                    and s.additional_properties in (None, False) and s.properties:
+                f = s.properties.get(name)
+                if f is None:
+                    self.found.append((dot, f"undefined field '{name}'"))
+                return f
+            if isinstance(s.additional_properties, Structural):
+                return s.additional_properties
+            return None
         if isinstance(s, TypeDef):
             if s.type == "object" and s.is_struct and s.fields:
                 f = s.field(name)
@@ -191,6 +229,12 @@ class _Walker:
 
     def _element(self, s: Shape) -> Shape:
         s = self._norm(s)
+        if isinstance(s, Structural):
+            if s.type == "array":
+                return s.items
+            if isinstance(s.additional_properties, Structural):
+                return Structural(type="string")
+            return None
         if isinstance(s, FieldDef):
             if s.type == "array":
                 return s.items
@@ -200,6 +244,12 @@ class _Walker:
 
     def _index(self, s: Shape) -> Shape:
         s = self._norm(s)
+        if isinstance(s, Structural):
+            if s.type == "array":
+                return s.items
+            if isinstance(s.additional_properties, Structural):
+                return s.additional_properties
+            return None
         if isinstance(s, FieldDef):
             if s.type == "array":
                 return s.items
@@ -209,6 +259,8 @@ class _Walker:
 
     def _scalar(self, s: Shape) -> str:
         s = self._norm(s)
+        if isinstance(s, Structural):
+            return "" if s.int_or_string or s.nullable else _SCALARS.get(s.type, "")
         if isinstance(s, (FieldDef, TypeDef)) and not s.format.startswith("int-or-string"):
             if isinstance(s, FieldDef) and (s.items is not None or s.values is not None):
                 return ""
