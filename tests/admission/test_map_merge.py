@@ -100,6 +100,8 @@ def test_rewritten_expressions_evaluate() -> None:
                                            {TYPE_KEY: "Object.spec.containers", "name": "b"}]
     c = cel.compile_expression(rewrite('jsonpatch.escapeKey("a/b~c")'), kind="any")
     assert c.evaluate(cel.Activation()) == "a~1b~0c"
+    c = cel.compile_expression(rewrite('[JSONPatch{path: "/" + jsonpatch.escapeKey("x/y"), op: "add"}]'), kind="any")
+    assert c.evaluate(cel.Activation()) == [{TYPE_KEY: "JSONPatch", "path": "/x~1y", "op": "add"}]
 
 
 def test_compile_errors_point_into_the_expression_as_written() -> None:

@@ -118,7 +118,8 @@ def _escape_key_calls(tokens: list[_Piece]) -> list[_Piece]:
                 out.append(_piece("(", tokens[i].at))
                 out.extend(_escape_key_calls(tokens[paren + 1:close]))
                 end = tokens[close].at if close < len(tokens) else tokens[-1].at
-                out.append(_piece(').replace("~", "~0").replace("/", "~1")', end))
+                out.append(_piece(")", end))
+                out.append(_piece('.replace("~", "~0").replace("/", "~1")', end))
                 i = close + 1
                 continue
         out.append(tokens[i])
