@@ -546,3 +546,11 @@ async def test_without_informers_or_background_task(nursery: trio.Nursery, serve
     assert [s.path.split("?")[0] for s in server.seen] == ["/a", "/b"]
     for _, c in source._clients.values():
         await c.aclose()
+
+
+def test_the_url_posted_to() -> None:
+    from kapi.admission.webhook.source import _host_port, _with_timeout
+    assert _with_timeout("https://127.0.0.1:9443", 10) == "https://127.0.0.1:9443/?timeout=10s"  # client-go's "/"
+    assert _with_timeout("https://hook.example.com/admit?mode=x", 3) == "https://hook.example.com/admit?mode=x&timeout=3s"
+    assert _host_port("https://hook.example.com/admit") == "hook.example.com:443"
+    assert _host_port("https://[::1]:8443/") == "[::1]:8443"

@@ -165,7 +165,11 @@ def _host_port(url: str) -> str:
 
 
 def _with_timeout(url: str, timeout_s: int) -> str:
-    """client-go's ``Request.Timeout``: the time-out in the query (``?timeout=10s``)."""
+    """The URL client-go posts to: its path at least "/", and ``Request.Timeout``'s time-out in the
+    query (``?timeout=10s``)."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.path:
+        url = urllib.parse.urlunsplit((parts.scheme, parts.netloc, "/", parts.query, parts.fragment))
     return f"{url}{'&' if '?' in url else '?'}timeout={timeout_s}s"
 
 
