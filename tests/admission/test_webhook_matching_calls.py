@@ -270,3 +270,17 @@ async def test_match_policy_equivalent_across_a_custom_resources_versions(env: E
     await env.registry.create(v2, "app", {"apiVersion": f"{GROUP}/v2", "kind": "CronTab",
                                           "metadata": {"name": "c2", "namespace": "app"}}, env.opts())
     assert sorted(s.path.split("?")[0] for s in server.seen[1:]) == ["/exact", "/v2"]
+
+
+async def test_a_failing_match_condition_on_a_create_with_generate_name(env: Env, server: AdmissionServer) -> None:
+    """A mutating webhook sees the create before its name is generated: kube's message names none."""
+    await env.configure(MWC, "mc", [webhook("mc.example.com", server, matchConditions=[
+        {"name": "missing", "expression": "object.data.missing == 'a'"}])])
+    obj = cm("")
+    obj["metadata"] = {"generateName": "gen-", "namespace": "app"}
+    obj["data"] = {"k": "v"}
+    with pytest.raises(errors.Forbidden) as caught:
+        await env.create_cm(obj)
+    assert caught.value.message.startswith("configmaps is forbidden: expression 'object.data.missing == 'a'' "
+                                           "resulted in error: ")
+    assert not server.seen

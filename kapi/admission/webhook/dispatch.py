@@ -83,9 +83,10 @@ async def _conditions_hold(hook: Hook, a: Attributes, deps: PluginDeps, matched:
 
 
 def _condition_error(a: Attributes, text: str) -> errors.Forbidden:
-    """kube's ``apierrors.NewForbidden(resource, name, err)`` for match conditions that failed."""
-    return errors.Forbidden(f'{a.resource.qualified} "{a.name}" is forbidden: {text}', name=a.name, group=a.group,
-                            kind=a.plural)
+    """kube's ``apierrors.NewForbidden(resource, name, err)`` for match conditions that failed (the
+    request's name: none for a create with generateName)."""
+    who = f"{a.resource.qualified} {_q(a.name)}" if a.name else a.resource.qualified
+    return errors.Forbidden(f"{who} is forbidden: {text}", name=a.name, group=a.group, kind=a.plural)
 
 
 async def should_call(hook: Hook, a: Attributes, deps: PluginDeps) -> Invocation | None:
