@@ -251,3 +251,28 @@ def test_a_policy_that_does_not_compile_fails_at_admission() -> None:
         return ""
 
     assert trio.run(run).startswith("compilation failed: ")
+
+
+async def test_equivalent_version_is_mutated_and_converted_back(api: Api) -> None:
+    rules = [{"apiGroups": ["autoscaling"], "apiVersions": ["v2"], "operations": ["CREATE"],
+              "resources": ["horizontalpodautoscalers"]}]
+    await install(api, policy("hpa", apply(
+        'Object{metadata: Object.metadata{labels: {"seen-as": request.resource.version, '
+        '"kind": request.kind.version}}, spec: Object.spec{minReplicas: 2}}'),
+        matchConstraints={"resourceRules": rules}))
+    hpa = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                    "maxReplicas": 5, "targetCPUUtilizationPercentage": 50}}
+    r = await api.create("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers", hpa)
+    assert r.status == 201, r.body
+    got = r.json()
+    assert got["apiVersion"] == "autoscaling/v1"
+    assert got["metadata"]["labels"] == {"seen-as": "v2", "kind": "v2"}
+    assert got["spec"]["minReplicas"] == 2 and got["spec"]["targetCPUUtilizationPercentage"] == 50
+    # with matchPolicy Exact the v1 request is not matched
+    current = (await api.request("GET", f"{BETA}/mutatingadmissionpolicies/hpa")).json()
+    current["spec"]["matchConstraints"]["matchPolicy"] = "Exact"
+    assert (await api.request("PUT", f"{BETA}/mutatingadmissionpolicies/hpa", current)).status == 200
+    r = await api.create("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers",
+                         {**hpa, "metadata": {"name": "h2"}})
+    assert r.status == 201 and "labels" not in r.json()["metadata"]
