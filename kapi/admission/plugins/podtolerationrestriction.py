@@ -56,7 +56,8 @@ def is_superset(ss: Obj, t: Obj) -> bool:
         if t.get("tolerationSeconds") is None or t["tolerationSeconds"] > ss["tolerationSeconds"]:
             return False
     if ss_op in ("Equal", ""):
-        return t_op in ("Equal", "") and (t.get("value") or "") == (ss.get("value") or "")
+        # kube compares the operator as given: an unset one is Equal in ss, not in t
+        return t_op == "Equal" and (t.get("value") or "") == (ss.get("value") or "")
     return ss_op == "Exists"
 
 
