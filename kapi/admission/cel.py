@@ -456,6 +456,31 @@ def _eval_message(text: str, act: Activation | None = None) -> str:
     return text
 
 
+_TERNARY_NULL = re.compile(r"found no matching overload for '_\?_:_' applied to "
+                           r"'\(bool, (?:null_type, ([^()]+)|([^()]+), null_type)\)'")
+_NULL = re.compile(r"'''.*?'''|\"\"\".*?\"\"\"|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|\bnull\b", re.S)
+
+
+def _compile_in(env: Any, text: str) -> tuple[Any, str]:
+    """The program of ``text`` and its type. cel-go gives ``c ? 'a' : null`` the type of its other
+    branch (kube's documented auditAnnotations use it); cel-cpp refuses to join a type with null, so
+    such an expression is compiled with its nulls as ``dyn(null)`` and typed as cel-go types it."""
+    try:
+        program = env.compile(text)
+    except RuntimeError as e:
+        m = _TERNARY_NULL.search(_strip(str(e)))
+        if not m:
+            raise
+        other = (m.group(1) or m.group(2)).strip()
+        lifted = _NULL.sub(lambda t: "dyn(null)" if t.group(0) == "null" else t.group(0), text)
+        try:
+            program = env.compile(lifted)
+        except RuntimeError:
+            raise e from None
+        return program, other
+    return program, type_name(program.return_type().name())
+
+
 def compile_expression(text: str, variables: Iterable[str] | Mapping[str, Compiled | CelError] = (), *,
                        kind: str = "bool", params: bool = True, authorizer: bool = True) -> Compiled:
     """Compile ``text`` in the admission environment: ``variables`` are the composited variables it may
@@ -476,10 +501,9 @@ def compile_expression(text: str, variables: Iterable[str] | Mapping[str, Compil
             typed[name] = v.ctype if isinstance(v, Compiled) else T.DYN
     try:
         env = _env_with(params, authorizer, tuple(sorted(typed.items(), key=lambda kv: kv[0])))
-        program = env.compile(rewrite("".join(source)))
+        program, output = _compile_in(env, rewrite("".join(source)))
     except RuntimeError as e:
         raise CelError("compilation failed: " + _UNDECLARED.sub(r"\1'", _strip(str(e)))) from None
-    output = type_name(program.return_type().name())
     wanted = _KINDS.get(kind, ())
     if wanted and output not in wanted:
         if len(wanted) == 1:

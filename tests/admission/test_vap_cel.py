@@ -194,3 +194,13 @@ def test_evaluate_async_without_authorizer_is_plain() -> None:
     async def main() -> Any:
         return await cel.compile_expression("1 + 1 == 2").evaluate_async(cel.Activation())
     assert trio.run(main) is True
+
+
+def test_conditional_with_a_null_branch_is_typed_by_the_other() -> None:
+    """kube's documented auditAnnotations: ``cond ? 'text' : null`` is a string-or-null expression."""
+    c = cel.compile_expression("object.n > 5 ? 'high: ' + string(object.n) : null", kind="string_or_null")
+    assert c.output == "string"
+    assert c.evaluate(cel.Activation(object={"n": 7})) == "high: 7"
+    assert c.evaluate(cel.Activation(object={"n": 1})) is None
+    assert cel.compile_expression("object.n > 5 ? null : 'low'", kind="string_or_null").output == "string"
+    assert cel.compile_expression("'null' + 'x' == 'nullx'").evaluate(cel.Activation()) is True

@@ -1,6 +1,7 @@
 """ValidatingAdmissionPolicy under a real ``kapi serve`` with kubectl 1.33: the policy status
 controller serve() runs writes status.typeChecking, kubectl prints the policy's denial as kube's, and
-a Warn binding's warning."""
+a Warn binding's warning; an Audit binding's failure and a policy's auditAnnotations are in the
+audit log."""
 
 from __future__ import annotations
 
@@ -66,11 +67,74 @@ spec:
 """
 
 
+AUDITED = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: audited
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "!has(object.data) || object.data.size() < 2"
+    message: "at most one key"
+  auditAnnotations:
+  - key: keys
+    valueExpression: "has(object.data) ? string(object.data.size()) : null"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: audited-binding
+spec:
+  policyName: audited
+  validationActions: [Audit]
+"""
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    srv = start_server(Path(tmp_path_factory.mktemp("vap")))
+    base = Path(tmp_path_factory.mktemp("vap"))
+    (base / "audit-policy.yaml").write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n")
+    srv = start_server(base / "data", "--audit-policy-file", str(base / "audit-policy.yaml"),
+                       "--audit-log-path", str(base / "audit.log"))
     yield srv
     stop_server(srv)
+
+
+def test_audit_annotations_in_the_audit_log(server: Server) -> None:
+    path = kubectl_path("1.33")
+    if path is None:
+        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    k = Kubectl(path, server, "1.33")
+    k.run("apply", "-f", "-", input=AUDITED)
+    log = server.data_dir.parent / "audit.log"
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "two"},
+                       "data": {"a": "1", "b": "2"}}).encode()
+    annotations: dict[str, str] = {}
+    for i in range(600):  # the policy reaches the informers: a dry run's audit event shows it
+        code, headers, _ = server.request("POST", "/api/v1/namespaces/default/configmaps?dryRun=All", body,
+                                          {"Content-Type": "application/json"})
+        assert code == 201
+        audit_id = headers.get("Audit-Id") or headers.get("audit-id")
+        for _ in range(40):
+            events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+            done = [e for e in events if e["auditID"] == audit_id and e["stage"] == "ResponseComplete"]
+            if done:
+                annotations = done[0].get("annotations") or {}
+                break
+            time.sleep(0.05)
+        if "audited/keys" in annotations:
+            break
+        time.sleep(0.05)
+    assert annotations["audited/keys"] == "2"
+    assert json.loads(annotations["validation.policy.admission.k8s.io/validation_failure"]) == [
+        {"message": "at most one key", "policy": "audited", "binding": "audited-binding", "expressionIndex": 0,
+         "validationActions": ["Audit"]}]
 
 
 def test_policy_status_denial_and_warning(server: Server) -> None:
