@@ -112,3 +112,12 @@ def test_compile_errors_point_into_the_expression_as_written() -> None:
     assert isinstance(m.expression, cel.CelError)
     assert m.expression.message == ("compilation failed: ERROR: <input>:2:13: undeclared reference to 'objectx' "
                                     "(in container '')\n |   metadata: objectx\n | ............^")
+
+
+def test_type_errors(schema: Schema) -> None:
+    from kapi.object.managedfields.merge import type_errors
+
+    assert type_errors(schema, DEPLOY, {"spec": {"replicas": 1, "nope": 2, "template": {"spec": {
+        "containers": {"name": "x"}}}}}) == [".spec.nope: field not declared in schema",
+                                             ".spec.template.spec.containers: expected list, got map"]
+    assert type_errors(schema, ("x.io", "v1", "Thing"), {"spec": {"anything": [1]}}) == []

@@ -276,3 +276,12 @@ async def test_equivalent_version_is_mutated_and_converted_back(api: Api) -> Non
     r = await api.create("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers",
                          {**hpa, "metadata": {"name": "h2"}})
     assert r.status == 201 and "labels" not in r.json()["metadata"]
+
+
+async def test_fields_the_schema_does_not_declare_are_refused(api: Api) -> None:
+    await install(api, policy("unknown", apply('Object{bogus: 1, metadata: Object.metadata{labels: {"a": "b"}}}')))
+    r = await api.create(CMS, cm("eighteen"))
+    assert r.status == 403
+    assert r.json()["message"] == ("policy 'unknown' with binding 'unknown-binding' denied request: error applying "
+                                   "patch: failed to convert patch object to typed object: .bogus: field not declared "
+                                   "in schema")

@@ -32,7 +32,7 @@ from kapi.admission import cel
 from kapi.admission.cel import RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Activation, Budget, CelError, Compiled, \
     EvalError, OutOfBudget
 from kapi.object import patch as jsonpatch
-from kapi.object.managedfields.merge import MergeError, atomic_paths, merge
+from kapi.object.managedfields.merge import MergeError, atomic_paths, merge, type_errors
 from kapi.object.schema import Schema
 from kapi.object.validation.admissionregistration import mutating_expression_check
 
@@ -292,6 +292,10 @@ def _apply_configuration(value: Any, obj: Obj, schema: Schema, gvk: tuple[str, s
     _type_check(value, "Object")
     patch = _strip(value)
     patch["apiVersion"], patch["kind"] = obj.get("apiVersion"), obj.get("kind")
+    problems = type_errors(schema, gvk, patch)
+    if problems:
+        detail = problems[0] if len(problems) == 1 else "errors:\n  " + "\n  ".join(problems)
+        raise PatchError(f"error applying patch: failed to convert patch object to typed object: {detail}")
     atomics = atomic_paths(schema, gvk, patch)
     if atomics:
         raise PatchError("error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or "

@@ -26,7 +26,7 @@ import orjson
 from kapi.object.managedfields.shape import Shape, as_gvk, resolve, root_shape
 from kapi.object.schema import GVK, Schema
 
-__all__ = ["MergeError", "atomic_paths", "merge"]
+__all__ = ["MergeError", "atomic_paths", "merge", "type_errors"]
 
 Obj = dict[str, Any]
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -48,6 +48,46 @@ def atomic_paths(schema: Schema, gvk: GVK | tuple[str, str, str], patch: Any) ->
     out: list[str] = []
     _atomics(schema, root_shape(schema, as_gvk(gvk)), patch, "", out)
     return out
+
+
+def type_errors(schema: Schema, gvk: GVK | tuple[str, str, str], value: Any) -> list[str]:
+    """What structured-merge-diff's ObjectToTyped refuses in ``value`` (``.spec.bogus: field not
+    declared in schema``, a map where a list belongs, ...); free-form nodes take anything."""
+    out: list[str] = []
+    _types(schema, root_shape(schema, as_gvk(gvk)), value, "", out)
+    return out
+
+
+def _types(schema: Schema, shape: Shape, value: Any, path: str, out: list[str]) -> None:
+    if value is None or shape.kind in ("deduced", "atomic", "scalar"):
+        return
+    if shape.kind in ("struct", "map", "cr_root"):
+        if not isinstance(value, dict):
+            out.append(f"{path or '.'}: expected map, got {_kind(value)}")
+            return
+        for key, child in value.items():
+            if shape.kind == "struct" and shape.type is not None and shape.type.field(key) is None \
+                    and key not in ("apiVersion", "kind"):
+                out.append(f"{path}.{key}: field not declared in schema")
+                continue
+            _types(schema, _child_shape(schema, shape, key), child, f"{path}.{key}", out)
+    elif shape.kind == "list":
+        if not isinstance(value, list):
+            out.append(f"{path}: expected list, got {_kind(value)}")
+            return
+        elem = resolve(schema, shape.elem)
+        for i, item in enumerate(value):
+            _types(schema, elem, item, f"{path}[{i}]", out)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
 
 
 # ------------------------------------------------------------------ walking
