@@ -50,7 +50,7 @@ class MutatingAdmissionWebhook(_WebhookPlugin):
     resource = MUTATING
 
     async def admit(self, a: Attributes) -> None:
-        if await self._ready(a):
+        if not self.source.idle and await self._ready(a):
             await dispatch.mutate(self.name, self.source, a, self.deps, self.metrics)
 
 
@@ -59,5 +59,5 @@ class ValidatingAdmissionWebhook(_WebhookPlugin):
     resource = VALIDATING
 
     async def validate(self, a: Attributes) -> None:
-        if await self._ready(a):
+        if not self.source.idle and await self._ready(a):
             await dispatch.validate(self.source, a, self.deps, self.metrics)

@@ -202,6 +202,12 @@ class HookSource:
     def _changed(self, *args: Any) -> None:
         self._dirty = True
 
+    @property
+    def idle(self) -> bool:
+        """No webhook is configured, as the synced informer knows now (a write costs nothing more)."""
+        inf = self.informer
+        return not self._hooks and not self._dirty and inf is not None and inf.has_synced
+
     async def ready(self) -> bool:
         """Whether the configurations have been read (kube's WaitForReady: up to 10 s)."""
         inf = self.informer
