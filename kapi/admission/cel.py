@@ -504,6 +504,10 @@ def compile_expression(text: str, variables: Iterable[str] | Mapping[str, Compil
         program, output = _compile_in(env, rewrite("".join(source)))
     except RuntimeError as e:
         raise CelError("compilation failed: " + _UNDECLARED.sub(r"\1'", _strip(str(e)))) from None
+    from kapi.admission.policy.typecheck import declared_issues
+    issues = declared_issues(text)
+    if issues:
+        raise CelError("compilation failed: " + issues)
     wanted = _KINDS.get(kind, ())
     if wanted and output not in wanted:
         if len(wanted) == 1:

@@ -204,3 +204,21 @@ def test_conditional_with_a_null_branch_is_typed_by_the_other() -> None:
     assert c.evaluate(cel.Activation(object={"n": 1})) is None
     assert cel.compile_expression("object.n > 5 ? null : 'low'", kind="string_or_null").output == "string"
     assert cel.compile_expression("'null' + 'x' == 'nullx'").evaluate(cel.Activation()) is True
+
+
+def test_request_and_namespace_object_are_typed() -> None:
+    """kube declares ``request`` and ``namespaceObject`` with their types: a field they do not have,
+    or a comparison with the wrong type, does not compile."""
+    with pytest.raises(cel.CelError) as e:
+        cel.compile_expression("request.user == 'bob'")
+    assert e.value.message == ("compilation failed: ERROR: <input>:1:8: undefined field 'user'\n"
+                               " | request.user == 'bob'\n | .......^")
+    with pytest.raises(cel.CelError) as e:
+        cel.compile_expression("request.operation == 1")
+    assert "found no matching overload for '_==_' applied to '(string, int)'" in e.value.message
+    with pytest.raises(cel.CelError) as e:
+        cel.compile_expression("namespaceObject.metadata.labelz['a'] == 'b'")
+    assert "undefined field 'labelz'" in e.value.message
+    for ok in ("request.userInfo.extra['k'].exists(v, v == 'x')", "request.options.dryRun == ['All']",
+               "namespaceObject.status.phase == 'Active'", "request.dryRun"):
+        cel.compile_expression(ok, kind="any")

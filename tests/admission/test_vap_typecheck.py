@@ -181,3 +181,15 @@ def test_custom_resource_kinds_checked_with_their_schema() -> None:
     assert text.startswith("example.com/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'sise'")
     assert "undefined field 'nme'" in text
     assert "found no matching overload for '_==_' applied to '(int, string)'" in text
+
+
+def test_request_and_namespace_object_typed_as_kube_declares_them() -> None:
+    p = policy("p", [{"expression": "request.userInfo.username != '' && request.operation == 'CREATE' && "
+                                    "namespaceObject.metadata.labels['env'] == 'prod' && "
+                                    "request.userInfo.groups.exists(g, g == 'x')"},
+                     {"expression": "request.user == 'bob' || namespaceObject.metadata.uid == 'x'"}],
+               matchConstraints=rules("deployments"))
+    (w,) = check(p, SCHEMA, TABLE)
+    assert w["fieldRef"] == "spec.validations[1].expression"
+    assert "1:8: undefined field 'user'" in w["warning"]
+    assert "undefined field 'uid'" in w["warning"]  # kube's namespace type spells it UID

@@ -24,7 +24,7 @@ from typing import Any
 from kapi.admission import cel
 from kapi.admission.policy.generic import ConfigError, gvk_string, parse_api_version
 from kapi.object.schema import FieldDef, Schema, TypeDef
-from kapi.object.structural import Structural
+from kapi.object.structural import Structural, from_props
 from kapi.registry.resources import ResourceTable
 
 Obj = dict[str, Any]
@@ -63,6 +63,47 @@ def types_to_check(policy: Obj, table: ResourceTable) -> list[tuple[str, str, st
                     if count == MAX_TYPES_TO_CHECK:
                         return sorted(found)
     return sorted(found)
+
+
+_S = {"type": "string"}
+_GVK = {"type": "object", "properties": {"group": _S, "version": _S, "kind": _S}}
+_GVR = {"type": "object", "properties": {"group": _S, "version": _S, "resource": _S}}
+_LIST_S = {"type": "array", "items": _S}
+# kube's BuildRequestType and BuildNamespaceType (admission/plugin/cel/compile.go)
+_REQUEST = {"type": "object", "properties": {
+    "kind": _GVK, "resource": _GVR, "subResource": _S, "requestKind": _GVK, "requestResource": _GVR,
+    "requestSubResource": _S, "name": _S, "namespace": _S, "operation": _S,
+    "userInfo": {"type": "object", "properties": {
+        "username": _S, "uid": _S, "groups": _LIST_S,
+        "extra": {"type": "object", "additionalProperties": _LIST_S}}},
+    "dryRun": {"type": "boolean"}, "options": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+_NAMESPACE = {"type": "object", "properties": {
+    "metadata": {"type": "object", "properties": {
+        "name": _S, "generateName": _S, "namespace": _S,
+        "labels": {"type": "object", "additionalProperties": _S},
+        "annotations": {"type": "object", "additionalProperties": _S},
+        "UID": _S, "creationTimestamp": _S, "deletionGracePeriodSeconds": {"type": "integer"},
+        "deletionTimestamp": _S, "generation": {"type": "integer"}, "resourceVersion": _S,
+        "finalizers": _LIST_S}},
+    "spec": {"type": "object", "properties": {"finalizers": _LIST_S}},
+    "status": {"type": "object", "properties": {
+        "conditions": {"type": "array", "items": {"type": "object", "properties": {
+            "status": _S, "type": _S, "lastTransitionTime": _S, "message": _S, "reason": _S}}},
+        "phase": _S}}}}
+_built: dict[str, Structural] = {}
+_NO_SCHEMA = Schema([])
+
+
+def _request_type() -> Structural:
+    if "request" not in _built:
+        _built["request"] = from_props(_REQUEST)
+    return _built["request"]
+
+
+def _namespace_type() -> Structural:
+    if "namespace" not in _built:
+        _built["namespace"] = from_props(_NAMESPACE)
+    return _built["namespace"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +177,18 @@ def _variable_shapes(schema: Schema, env: dict[str, Any], var_exprs: dict[str, s
     return out
 
 
+def declared_issues(text: str) -> str:
+    """The issues of ``text`` with ``request`` and ``namespaceObject`` of the types kube declares them
+    with in every admission expression (so kube's compiler reports them): "" when none."""
+    if "request" not in text and "namespaceObject" not in text:
+        return ""
+    toks = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
+    found: list[tuple[int, str]] = []
+    _Walker(_NO_SCHEMA, toks, found).walk(0, len(toks), {"request": _request_type(),
+                                                         "namespaceObject": _namespace_type()})
+    return "\n".join(_issue(text, offset, message) for offset, message in sorted(set(found)))
+
+
 def check_expression(text: str, schema: Schema, obj_type: Any, param_type: Any,
                      variables: list[str], has_params: bool, var_exprs: dict[str, str] | None = None) -> str:
     """The issues of one expression with ``object``/``oldObject`` of ``obj_type`` (cel-go's
@@ -145,7 +198,7 @@ def check_expression(text: str, schema: Schema, obj_type: Any, param_type: Any,
     except cel.CelError as exc:
         return exc.message.removeprefix("compilation failed: ")
     toks = [(m.group(0), m.start()) for m in _TOKEN.finditer(text)]
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = {"request": _request_type(), "namespaceObject": _namespace_type()}
     if obj_type is not None:
         env["object"] = env["oldObject"] = obj_type
     if param_type is not None and has_params:
