@@ -141,6 +141,28 @@ async def test_pvc_min_max(nursery: trio.Nursery) -> None:
                               "PersistentVolumeClaim is 1Gi, but request is 100Mi")
 
 
+async def test_pvc_updates_checked_from_the_informer(nursery: trio.Nursery) -> None:
+    """With the shared informer, a range created after the namespace's first claim applies at once
+    (the informer holds it), and a claim's update is held to it too."""
+    api = await start_api(nursery, informers=True)
+    await namespace(api, "lr")
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "big"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "8Gi"}}}}
+    assert (await api.create("/api/v1/namespaces/lr/persistentvolumeclaims", claim)).status == 201
+    lr = limit_range("storage", {"type": "PersistentVolumeClaim", "max": {"storage": "5Gi"}})
+    assert (await api.create("/api/v1/namespaces/lr/limitranges", lr)).status == 201
+    got = (await api.request("GET", "/api/v1/namespaces/lr/persistentvolumeclaims/big")).json()
+    got["metadata"]["labels"] = {"team": "a"}
+    for _ in range(200):  # until the informer has the range
+        reply = await api.request("PUT", "/api/v1/namespaces/lr/persistentvolumeclaims/big", got)
+        if reply.status != 200:
+            break
+        got = reply.json()
+        await trio.sleep(0.01)
+    assert (reply.status, message(reply)) == (403, 'persistentvolumeclaims "big" is forbidden: maximum storage usage '
+                                                   "per PersistentVolumeClaim is 5Gi, but request is 8Gi")
+
+
 async def test_pod_update_not_checked(nursery: trio.Nursery) -> None:
     api = await start_api(nursery)
     await namespace(api, "lr")

@@ -132,3 +132,41 @@ async def test_disabled_plugin_leaves_pod_alone(nursery: trio.Nursery) -> None:
     assert "volumes" not in reply.json()["spec"]
     reply = await api.create("/api/v1/namespaces/work/pods", pod("q"))
     assert "serviceAccountName" not in reply.json()["spec"]
+
+
+async def test_ephemeral_containers_held_to_mountable_secrets(nursery: trio.Nursery) -> None:
+    """The plugin's check of an ephemeralcontainers update (called directly: kapi does not serve the
+    subresource yet)."""
+    from kapi import errors
+    from kapi.admission.plugin import Attributes, Objects, PluginDeps
+    from kapi.admission.plugins.serviceaccount import ServiceAccount
+    from kapi.object.access import UserInfo
+    from kapi.registry.admit import UPDATE, AdmissionRequest
+
+    api = await start_api(nursery)
+    await namespace(api, "work")
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount",
+          "metadata": {"name": "strict", "annotations": {"kubernetes.io/enforce-mountable-secrets": "true"}},
+          "secrets": [{"name": "allowed"}]}
+    assert (await api.create("/api/v1/namespaces/work/serviceaccounts", sa)).status == 201
+    plugin = ServiceAccount(PluginDeps(api.registry, Objects(api.registry, None)))
+    res = api.registry.table.get("", "v1", "pods")
+    assert res is not None
+
+    def attributes(env_from: str) -> Attributes:
+        pod = {"metadata": {"name": "p", "namespace": "work"},
+               "spec": {"serviceAccountName": "strict", "containers": [{"name": "c", "image": "nginx"}],
+                        "ephemeralContainers": [{"name": "debug", "image": "busybox",
+                                                 "envFrom": [{"secretRef": {"name": env_from}}]}]}}
+        req = AdmissionRequest(UPDATE, res, "ephemeralcontainers", "work", "p", pod, pod)
+        return Attributes(req, UserInfo("alice"), {}, [])
+
+    await plugin.validate(attributes("allowed"))
+    try:
+        await plugin.validate(attributes("other"))
+    except errors.Forbidden as err:
+        assert err.message == ('pods "p" is forbidden: ephemeral container debug with envFrom referencing '
+                               'secret.secretName="other" is not allowed because service account strict does not '
+                               "reference that secret")
+    else:
+        raise AssertionError("not refused")

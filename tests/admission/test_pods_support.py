@@ -12,6 +12,7 @@ from kapi.api.app import Health
 from kapi.apis import BUILTIN
 from kapi.config import Config
 from kapi.controllers.namespace import NamespaceController
+from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.server.bootstrap import bootstrap
@@ -23,16 +24,20 @@ Obj = dict[str, Any]
 
 
 async def start_api(nursery: trio.Nursery, *, enable: tuple[str, ...] = (), disable: tuple[str, ...] = (),
-                    **config: Any) -> Api:
+                    informers: bool = False, **config: Any) -> Api:
+    """The API; with ``informers`` the plugins read through the shared informers, as ``kapi serve``'s do."""
     storage = MemoryStorage()
     await nursery.start(storage.run)
     registry = Registry(storage, ResourceTable(BUILTIN))
+    shared = Informers(registry) if informers else None
     app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysAllow",),
                            enable_admission_plugins=enable, disable_admission_plugins=disable, **config),
-                    registry, TOKEN, Health(ready=True))
+                    registry, TOKEN, Health(ready=True), shared)
     namespaces = NamespaceController(registry)
     await bootstrap(registry, namespaces)
     await nursery.start(namespaces.run)
+    if shared is not None:
+        await nursery.start(shared.run)
     return Api(app, registry)
 
 
