@@ -370,3 +370,30 @@ async def test_bad_configuration_stops_the_server(nursery: trio.Nursery, tmp_pat
     with pytest.raises(FatalError) as exc:
         await start(nursery, tmp_path, psa)
     assert message in str(exc.value)
+
+
+async def test_restricted_pod_with_the_service_account_volume(nursery: trio.Nursery) -> None:
+    """With every default plugin: the projected kube-api-access volume ServiceAccount adds is one
+    restricted allows."""
+    storage = MemoryStorage()
+    await nursery.start(storage.run)
+    registry = Registry(storage, ResourceTable(BUILTIN))
+    app = build_app(Config(storage_backend="memory", authorization_mode=("AlwaysAllow",)), registry, TOKEN,
+                    Health(ready=True))
+    namespaces = NamespaceController(registry)
+    await bootstrap(registry, namespaces)
+    await nursery.start(namespaces.run)
+    api = Api(app, registry)
+    await ns(api, "sa", enforce="restricted")
+    for _ in range(300):
+        if (await api.request("GET", "/api/v1/namespaces/sa/serviceaccounts/default")).status == 200:
+            break
+        await trio.sleep(0.01)
+    reply = await api.create("/api/v1/namespaces/sa/pods", pod("p", sc=RESTRICTED_SC))
+    assert reply.status == 201, reply.body
+    assert any("projected" in v for v in reply.json()["spec"].get("volumes", []))
+    reply = await api.create("/api/v1/namespaces/sa/pods", pod("h", sc=RESTRICTED_SC,
+                                                               volumes=[{"name": "h", "hostPath": {"path": "/"}}]))
+    assert reply.status == 403
+    assert reply.json()["message"] == ('pods "h" is forbidden: violates PodSecurity "restricted:latest": restricted '
+                                       'volume types (volume "h" uses restricted volume type "hostPath")')
