@@ -115,8 +115,8 @@ class ValidatingAdmissionPolicy(Plugin):
                 return
             prefix = "failed to configure binding: " if binding is not None else "failed to configure policy: "
             if cp.failure_policy != "Fail":
-                denied.append(_Denied(cp.name, binding, Decision(DENY, EVAL_ERROR,
-                                                                 f"unrecognized failure policy: '{cp.failure_policy}'")))
+                unknown = f"unrecognized failure policy: '{cp.failure_policy}'"
+                denied.append(_Denied(cp.name, binding, Decision(DENY, EVAL_ERROR, unknown)))
                 return
             denied.append(_Denied(cp.name, binding, Decision(DENY, EVAL_ERROR, prefix + message)))
 
