@@ -222,3 +222,16 @@ def test_request_and_namespace_object_are_typed() -> None:
     for ok in ("request.userInfo.extra['k'].exists(v, v == 'x')", "request.options.dryRun == ['All']",
                "namespaceObject.status.phase == 'Active'", "request.dryRun"):
         cel.compile_expression(ok, kind="any")
+
+
+def test_request_leaves_out_empty_fields_as_json_does() -> None:
+    """kube's request value looks like the AdmissionRequest's JSON: empty omitempty fields are absent."""
+    table = ResourceTable(BUILTIN)
+    res = next(r for r in table.resources if (r.group, r.resource) == ("", "namespaces"))
+    a = Attributes(AdmissionRequest(operation="CREATE", resource=res, subresource="", namespace="", name="",
+                                    obj={"metadata": {"generateName": "x-"}}, old=None),
+                   UserInfo("alice"), {"kind": "CreateOptions"}, [])
+    act = cel.activation(a)
+    assert "name" not in act.request and "namespace" not in act.request and "subResource" not in act.request
+    assert act.request["dryRun"] is False and act.request["options"] == {"kind": "CreateOptions"}
+    assert cel.compile_expression("!has(request.subResource) && !has(request.name)").evaluate(act) is True
