@@ -108,7 +108,9 @@ def test_generation_and_create_on_update_as_before() -> None:
                        "mutatingwebhookconfigurations.admissionregistration.k8s.io",
                        "validatingwebhookconfigurations.admissionregistration.k8s.io",
                        "validatingadmissionpolicies.admissionregistration.k8s.io",
-                       "validatingadmissionpolicybindings.admissionregistration.k8s.io"}
+                       "validatingadmissionpolicybindings.admissionregistration.k8s.io",
+                       "mutatingadmissionpolicies.admissionregistration.k8s.io",
+                       "mutatingadmissionpolicybindings.admissionregistration.k8s.io"}
     assert {r.qualified for r in BUILTIN if r.strategy.generation_on_annotations} == {"deployments.apps"}
     assert {r.qualified for r in BUILTIN if r.strategy.create_on_update} == {
         "endpoints", "events", "leases.coordination.k8s.io", "events.events.k8s.io",
