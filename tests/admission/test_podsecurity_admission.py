@@ -98,7 +98,8 @@ async def test_enforce_restricted_refuses_with_kubes_message(nursery: trio.Nurse
     reply = await api.create("/api/v1/namespaces/r/pods", pod("p"))
     assert reply.status == 403
     body = reply.json()
-    assert body["message"] == f'pods "p" is forbidden: violates PodSecurity "restricted:latest": {RESTRICTED_LATEST_DETAIL}'
+    assert body["message"] == (f'pods "p" is forbidden: violates PodSecurity "restricted:latest": '
+                               f'{RESTRICTED_LATEST_DETAIL}')
     assert (body["reason"], body["details"]) == ("Forbidden", {"name": "p", "kind": "pods"})
     assert warnings(reply) == []  # no warning on a refused request
     # a dry run is refused the same way
@@ -324,7 +325,8 @@ async def test_configuration_defaults_and_exemptions(nursery: trio.Nursery, tmp_
     await ns(api, "plain")
     reply = await api.create("/api/v1/namespaces/plain/pods", pod("p", sc={"privileged": True}))
     assert reply.status == 403
-    assert reply.json()["message"].startswith('pods "p" is forbidden: violates PodSecurity "baseline:latest": privileged')
+    assert reply.json()["message"].startswith(
+        'pods "p" is forbidden: violates PodSecurity "baseline:latest": privileged')
     reply = await api.create("/api/v1/namespaces/plain/pods", pod("q"))
     assert reply.status == 201
     assert warnings(reply) == [f'would violate PodSecurity "restricted:latest": {RESTRICTED_LATEST_DETAIL}']
@@ -333,8 +335,8 @@ async def test_configuration_defaults_and_exemptions(nursery: trio.Nursery, tmp_
     reply = await api.create("/api/v1/namespaces/open/pods", pod("p", sc={"privileged": True}))
     assert reply.status == 201 and warnings(reply) == []
     # an exempt runtime class (the RuntimeClass plugin wants it to exist)
-    rc = await api.create("/apis/node.k8s.io/v1/runtimeclasses", {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-                                                                  "metadata": {"name": "kata"}, "handler": "kata"})
+    rc = await api.create("/apis/node.k8s.io/v1/runtimeclasses", {
+        "apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "kata"}, "handler": "kata"})
     assert rc.status == 201, rc.body
     reply = await api.create("/api/v1/namespaces/plain/pods", pod("k", sc={"privileged": True},
                                                                   runtimeClassName="kata"))

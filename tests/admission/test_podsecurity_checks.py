@@ -94,7 +94,8 @@ def test_apparmor() -> None:
         "container.apparmor.security.beta.kubernetes.io/b": "runtime/default",
         "container.apparmor.security.beta.kubernetes.io/c": ""}}).allowed
     r = run("appArmorProfile", {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}})
-    assert (r.reason, r.detail) == ("forbidden AppArmor profile", 'pod must not set AppArmor profile type to "Unconfined"')
+    assert (r.reason, r.detail) == ("forbidden AppArmor profile",
+                                    'pod must not set AppArmor profile type to "Unconfined"')
     r = run("appArmorProfile", {
         "securityContext": {"appArmorProfile": {"type": "Unconfined"}},
         "containers": [ctr("a", appArmorProfile={"type": "Unconfined"}),
@@ -113,8 +114,9 @@ def test_selinux_options() -> None:
     r = run("seLinuxOptions", {"securityContext": {"seLinuxOptions": {"type": "spc_t", "user": "root"}},
                                "containers": [ctr("a", seLinuxOptions={"role": "r", "type": "bad_t"}),
                                               ctr("b", seLinuxOptions={"type": "container_t"})]})
-    assert (r.reason, r.detail) == ("seLinuxOptions", 'pod and container "a" set forbidden securityContext.seLinuxOptions: '
-                                    'types "bad_t", "spc_t"; user may not be set; role may not be set')
+    assert (r.reason, r.detail) == ("seLinuxOptions", 'pod and container "a" set forbidden '
+                                    'securityContext.seLinuxOptions: types "bad_t", "spc_t"; user may not be set; '
+                                    'role may not be set')
     engine = {"containers": [ctr("a", seLinuxOptions={"type": "container_engine_t"})]}
     assert run("seLinuxOptions", engine).allowed  # v1.31+
     r = run("seLinuxOptions", engine, at=(1, 30))
@@ -155,7 +157,8 @@ def test_sysctls_by_version() -> None:
     r = run("sysctls", spec)
     assert (r.reason, r.detail) == ("forbidden sysctls", "kernel.msgmax")
     assert run("sysctls", spec, at=(1, 31)).detail == "net.ipv4.tcp_rmem, kernel.msgmax"
-    assert run("sysctls", spec, at=(1, 26)).detail == "net.ipv4.tcp_rmem, kernel.msgmax, net.ipv4.ip_local_reserved_ports"
+    assert run("sysctls", spec, at=(1, 26)).detail == ("net.ipv4.tcp_rmem, kernel.msgmax, "
+                                                       "net.ipv4.ip_local_reserved_ports")
     keepalive = {"securityContext": {"sysctls": [{"name": "net.ipv4.tcp_keepalive_time", "value": "1"}]}}
     assert run("sysctls", keepalive, at=(1, 29)).allowed
     assert not run("sysctls", keepalive, at=(1, 28)).allowed

@@ -67,7 +67,8 @@ def _allowed(**annotations: str) -> Response:
 
 def _denied(error: errors.StatusError, detail: str | None = None) -> Response:
     """kube's ``errorResponse``: the status, and its message (with the cause) as the ``error`` annotation."""
-    return Response(False, error, audit_annotations={"error": f"{error.message}: {detail}" if detail else error.message})
+    message = f"{error.message}: {detail}" if detail else error.message
+    return Response(False, error, audit_annotations={"error": message})
 
 
 def _bad_request(message: str) -> Response:
@@ -280,7 +281,8 @@ class PodSecurityAdmission:
             labelled = (api.LABEL_PREFIX + mode) in labels or (api.LABEL_PREFIX + mode + "-version") in labels
             if lv.level != api.PRIVILEGED and labelled:
                 parts.append(f"{mode}={lv}")
-        return f'namespace "{namespace}" is exempt from Pod Security, and the policy ({", ".join(parts)}) will be ignored'
+        return (f'namespace "{namespace}" is exempt from Pod Security, and the policy ({", ".join(parts)}) '
+                "will be ignored")
 
     # ------------------------------------------------------------- pods
 

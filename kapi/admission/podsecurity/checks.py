@@ -138,7 +138,8 @@ def _annotations(meta: Obj) -> Mapping[str, Any]:
 def _privileged_1_0(meta: Obj, spec: Obj) -> CheckResult:
     bad = [_name(c) for c in containers(spec) if (_sc(c) or {}).get("privileged") is True]
     if bad:
-        return CheckResult(False, "privileged", f"{_containers_phrase(bad)} must not set securityContext.privileged=true")
+        return CheckResult(False, "privileged",
+                           f"{_containers_phrase(bad)} must not set securityContext.privileged=true")
     return ALLOWED
 
 
@@ -150,7 +151,8 @@ def _host_namespaces_1_0(meta: Obj, spec: Obj) -> CheckResult:
 
 
 def _host_path_volumes_1_0(meta: Obj, spec: Obj) -> CheckResult:
-    bad = [_str(v.get("name")) for v in _list(spec.get("volumes")) if isinstance(v, dict) and v.get("hostPath") is not None]
+    bad = [_str(v.get("name")) for v in _list(spec.get("volumes"))
+           if isinstance(v, dict) and v.get("hostPath") is not None]
     if bad:
         return CheckResult(False, "hostPath volumes", f"{pluralize('volume', 'volumes', len(bad))} {join_quote(bad)}")
     return ALLOWED
@@ -197,7 +199,8 @@ def _capabilities_baseline_1_0(meta: Obj, spec: Obj) -> CheckResult:
             bad.append(_name(c))
     if bad:
         return CheckResult(False, "non-default capabilities", (
-            f"{_containers_phrase(bad)} must not include {join_quote(sorted(caps))} in securityContext.capabilities.add"))
+            f"{_containers_phrase(bad)} must not include {join_quote(sorted(caps))} in "
+            "securityContext.capabilities.add"))
     return ALLOWED
 
 
@@ -358,7 +361,8 @@ def _seccomp_baseline_1_19(meta: Obj, spec: Obj) -> CheckResult:
         setters.append(_containers_phrase(bad))
     if setters:
         return CheckResult(False, "seccompProfile", (
-            f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to {join_quote(sorted(values))}"))
+            f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to "
+            f"{join_quote(sorted(values))}"))
     return ALLOWED
 
 
@@ -466,7 +470,8 @@ def _restricted_volumes_1_0(meta: Obj, spec: Obj) -> CheckResult:
     if bad:
         return CheckResult(False, "restricted volume types", (
             f"{pluralize('volume', 'volumes', len(bad))} {join_quote(bad)} {pluralize('uses', 'use', len(bad))} "
-            f"{pluralize('restricted volume type', 'restricted volume types', len(types))} {join_quote(sorted(types))}"))
+            f"{pluralize('restricted volume type', 'restricted volume types', len(types))} "
+            f"{join_quote(sorted(types))}"))
     return ALLOWED
 
 
@@ -538,7 +543,8 @@ def _seccomp_restricted_1_19(meta: Obj, spec: Obj) -> CheckResult:
         setters.append(_containers_phrase(explicit))
     if setters:
         return CheckResult(False, "seccompProfile", (
-            f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to {join_quote(sorted(values))}"))
+            f"{' and '.join(setters)} must not set securityContext.seccompProfile.type to "
+            f"{join_quote(sorted(values))}"))
     if implicit:
         return CheckResult(False, "seccompProfile", (
             f'pod or {_containers_phrase(implicit)} must set securityContext.seccompProfile.type to '
