@@ -407,7 +407,7 @@ async def test_expressions_that_do_not_compile_are_refused(api: Api) -> None:
     p = policy("bad", [{"expression": "object.spec.replicas <", "messageExpression": "1"},
                        {"expression": "object.spec.paused"}],
                variables=[{"name": "v", "expression": "variables.w"}],
-               matchConditions=[{"name": "m", "expression": "params.x == 1"}],
+               matchConditions=[{"name": "m", "expression": "variables.v == 1"}],
                auditAnnotations=[{"key": "k", "valueExpression": "1"}])
     r = await api.create(f"{AR}/validatingadmissionpolicies", p)
     assert r.status == 422
@@ -422,13 +422,23 @@ async def test_expressions_that_do_not_compile_are_refused(api: Api) -> None:
     assert got["spec.variables[0].expression"] == (
         "Invalid value: \"variables.w\": compilation failed: ERROR: <input>:1:10: undefined field 'w'\n"
         " | variables.w\n | .........^")
-    assert got["spec.matchConditions[0].expression"].startswith(
-        'Invalid value: "params.x == 1": compilation failed: ERROR: <input>:1:')
-    assert "undeclared reference to 'params'" in got["spec.matchConditions[0].expression"]
+    # kube compiles matchConditions without the policy's variables (and with params declared)
+    assert got["spec.matchConditions[0].expression"] == (
+        "Invalid value: \"variables.v == 1\": compilation failed: ERROR: <input>:1:10: undefined field 'v'\n"
+        " | variables.v == 1\n | .........^")
     assert got["spec.auditAnnotations[0].valueExpression"] == (
         'Invalid value: "1": must evaluate to one of [string null_type] but got int')
     assert st["message"].startswith('ValidatingAdmissionPolicy.admissionregistration.k8s.io "bad" is invalid: [')
-    # the same policy with paramKind: params is declared
+    # params in a validation needs a paramKind; in a matchCondition kube's validation declares it anyway
+    # (the policy then fails at evaluation: compiled for it without params)
+    r = await api.create(f"{AR}/validatingadmissionpolicies", policy("noparams", [{"expression": "params.x == 1"}]))
+    assert r.status == 422 and "undeclared reference to 'params'" in r.json()["message"]
+    mc = policy("mc-params", [{"expression": "true"}], matchConditions=[{"name": "m", "expression": "params == null"}])
+    assert (await api.create(f"{AR}/validatingadmissionpolicies", mc)).status == 201
+    assert (await api.create(f"{AR}/validatingadmissionpolicybindings", binding("mc-b", "mc-params"))).status == 201
+    r = await until(api, "POST", DEPLOYS, deployment(), 422)
+    assert "denied request: compilation error: compilation failed: ERROR: <input>:1:1: undeclared reference to " \
+           "'params'" in r.json()["message"]
     ok = policy("good", [{"expression": "params.data.x == 'y'"}], paramKind={"apiVersion": "v1", "kind": "ConfigMap"})
     assert (await api.create(f"{AR}/validatingadmissionpolicies", ok)).status == 201
     # and an update that breaks it is refused too

@@ -250,25 +250,38 @@ def compile_policy(policy: Obj) -> CompiledPolicy:
 
 def compile_errors(policy: Obj) -> list[tuple[str, str, str]]:
     """The expressions of a policy that do not compile, as (field path, expression, kube's detail):
-    what kube's validation refuses a policy with (``field.Invalid(path, expression, detail)``)."""
-    cp = compile_policy(policy)
+    what kube's validation refuses a policy with (``field.Invalid(path, expression, detail)``). The
+    environments are the validation's, which are not all the evaluation's: matchConditions compile
+    without the policy's variables, and matchConditions and messageExpressions with ``params``
+    declared whether or not the policy has a paramKind."""
     spec = policy.get("spec") or {}
+    has_params = spec.get("paramKind") is not None
     out: list[tuple[str, str, str]] = []
+    variables: dict[str, Compiled | CelError] = {}
     for i, v in enumerate(spec.get("variables") or ()):
-        c = cp.variables.get(str(v.get("name") or ""))
-        if isinstance(c, CelError):
-            out.append((f"spec.variables[{i}].expression", str(v.get("expression") or ""), c.message))
-    for i, (m, (_n, c)) in enumerate(zip(spec.get("matchConditions") or (), cp.match_conditions)):
-        if isinstance(c, CelError):
-            out.append((f"spec.matchConditions[{i}].expression", str(m.get("expression") or ""), c.message))
-    for i, v in enumerate(cp.validations):
-        if isinstance(v.expression, CelError):
-            out.append((f"spec.validations[{i}].expression", str(v.spec.get("expression") or ""),
-                        v.expression.message))
-        if isinstance(v.message_expression, CelError):
-            out.append((f"spec.validations[{i}].messageExpression", str(v.spec.get("messageExpression") or ""),
-                        v.message_expression.message))
-    for i, (_k, text, c) in enumerate(cp.audit_annotations):
-        if isinstance(c, CelError):
+        text = str(v.get("expression") or "")
+        c = _compile(text, variables, "any", has_params)
+        variables[str(v.get("name") or "")] = c
+        if isinstance(c, CelError) and text.strip():
+            out.append((f"spec.variables[{i}].expression", text, c.message))
+    for i, m in enumerate(spec.get("matchConditions") or ()):
+        text = str(m.get("expression") or "").strip()
+        c = _compile(text, (), "bool", True)
+        if isinstance(c, CelError) and text:
+            out.append((f"spec.matchConditions[{i}].expression", text, c.message))
+    for i, v in enumerate(spec.get("validations") or ()):
+        text = str(v.get("expression") or "")
+        c = _compile(text, variables, "bool", has_params)
+        if isinstance(c, CelError) and text.strip():
+            out.append((f"spec.validations[{i}].expression", text, c.message))
+        msg = str(v.get("messageExpression") or "")
+        if msg.strip():
+            c = _compile(msg, variables, "string", True, authorizer=False)
+            if isinstance(c, CelError):
+                out.append((f"spec.validations[{i}].messageExpression", msg, c.message))
+    for i, a in enumerate(spec.get("auditAnnotations") or ()):
+        text = str(a.get("valueExpression") or "")
+        c = _compile(text.strip(), variables, "string_or_null", has_params)
+        if isinstance(c, CelError) and text.strip():
             out.append((f"spec.auditAnnotations[{i}].valueExpression", text, c.message))
     return out
