@@ -2,7 +2,7 @@
 requests by ValidatingAdmissionPolicyBindings.
 
 For every policy with bindings (from the shared informers; the registry without them) whose
-``matchConstraints`` match the request (area: ``kapi.admission.matching``), each binding whose own
+``matchConstraints`` match the request (``kapi.admission.matching``), each binding whose own
 ``matchResources`` match evaluates the policy once per param its ``paramRef`` selects (none: with
 ``params`` null; none found: not at all, or a configuration error under parameterNotFoundAction
 Deny). A failing validation (or an evaluation error under failurePolicy Fail) goes where the
