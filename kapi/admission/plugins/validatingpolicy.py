@@ -11,7 +11,8 @@ binding's ``validationActions`` say: Deny refuses the request — 422 (or the co
 request: <message>`` — Warn answers with a warning, Audit records the
 ``validation.policy.admission.k8s.io/validation_failure`` audit annotation. ``auditAnnotations``
 become ``<policy>/<key>`` audit annotations. Policies are compiled once per generation; writes of
-the policies and bindings themselves are never judged by them.
+the policies and bindings themselves are never judged by them, but a policy whose expressions do not
+compile is refused as kube's validation refuses it (422, a field error per expression).
 """
 
 from __future__ import annotations
