@@ -217,3 +217,27 @@ async def test_metrics(setup: Setup) -> None:
                                "kind": "PodSecurityConfiguration", "exemptions": {"usernames": ["ops"]}})
     await s.run(CREATE, "", "pods", "n", "p", pod("p"), user="ops")
     assert value("pod_security_exemptions_total", request_operation="create", resource="pod", subresource="") == 1
+
+
+async def test_existing_pods_time_limit_and_checkpoints(setup: Setup) -> None:
+    from kapi.admission.podsecurity.api import BASELINE, LATEST, LevelVersion
+    adm = setup.plugin.admission
+    pods = [pod(f"p{i:03}", privileged=True) for i in range(250)]
+    order: list[str] = []
+
+    async def other() -> None:
+        order.append("other request")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(other)
+        got = await adm.evaluate_pods_in_namespace("n", LevelVersion(BASELINE, LATEST), pods)
+        order.append("evaluated")
+    # the evaluation let other tasks run between its batches
+    assert order == ["other request", "evaluated"]
+    assert got == ['existing pods in namespace "n" violate the new PodSecurity enforce level "baseline:latest"',
+                   "p000 (and 249 other pods): privileged"]
+    adm.pod_check_timeout = -1.0  # the deadline has passed once the first pod is checked
+    got = await adm.evaluate_pods_in_namespace("n", LevelVersion(BASELINE, LATEST), pods)
+    assert got == ["new PodSecurity enforce level only checked against the first 1 of 250 existing pods",
+                   'existing pods in namespace "n" violate the new PodSecurity enforce level "baseline:latest"',
+                   "p000: privileged"]

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Final, Sequence
 
+import trio
+
 from kapi import errors
 from kapi.admission.podsecurity import api
 from kapi.admission.podsecurity.api import LevelVersion, Policy
@@ -37,6 +39,7 @@ WARN: Final = "warn"
 
 NAMESPACE_MAX_PODS_TO_CHECK: Final = 3000
 NAMESPACE_POD_CHECK_TIMEOUT: Final = 1.0  # seconds
+_PODS_PER_CHECKPOINT: Final = 100
 
 # Pod subresources whose writes cannot change the pod spec; any other is evaluated as a pod.
 IGNORED_POD_SUBRESOURCES: Final = frozenset(("exec", "attach", "binding", "eviction", "log", "portforward",
@@ -206,11 +209,13 @@ class PodSecurityAdmission:
             pods = await list_pods(name)
         except Exception:  # noqa: BLE001 - kube answers with a warning, whatever went wrong
             return Response(warnings=["failed to list pods while checking new PodSecurity enforce level"])
-        return Response(warnings=self.evaluate_pods_in_namespace(name, new_policy.enforce, pods))
+        return Response(warnings=await self.evaluate_pods_in_namespace(name, new_policy.enforce, pods))
 
-    def evaluate_pods_in_namespace(self, namespace: str, enforce: LevelVersion, pods: Sequence[Obj]) -> list[str]:
+    async def evaluate_pods_in_namespace(self, namespace: str, enforce: LevelVersion,
+                                         pods: Sequence[Obj]) -> list[str]:
         """Warnings for the existing pods ``enforce`` would refuse: one per distinct set of reasons,
-        naming the first pod (by name) and how many others share it (kube's limits: 3000 pods, 1 s)."""
+        naming the first pod (by name) and how many others share it (kube's limits: 3000 pods, 1 s).
+        Other requests run between batches of pods."""
         deadline = time.monotonic() + self.pod_check_timeout
         prioritized = self._prioritize(pods)
         total = len(prioritized)
@@ -234,6 +239,8 @@ class PodSecurityAdmission:
             if time.monotonic() > deadline:
                 checked = i + 1
                 break
+            if i % _PODS_PER_CHECKPOINT == _PODS_PER_CHECKPOINT - 1:
+                await trio.lowlevel.checkpoint()
         warnings = []
         if checked < total:
             warnings.append(f"new PodSecurity enforce level only checked against the first {checked} of {total} "
