@@ -49,7 +49,7 @@ spec:
 def test_kubectl_applies_a_policy_that_adds_a_label(kubectl133: Kubectl, namespace: str) -> None:
     try:
         kubectl133.run("apply", "-f", "-", input=POLICY)
-        out = kubectl133.run("get", "mutatingadmissionpolicies.v1beta1.admissionregistration.k8s.io").stdout
+        out = kubectl133.run("get", "mutatingadmissionpolicies").stdout
         assert out.split("\n")[0].split() == ["NAME", "MUTATIONS", "PARAMKIND", "AGE"]
         assert "e2e-add-label" in out and "<unset>" in out
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"map-e2e": "yes"}}}
