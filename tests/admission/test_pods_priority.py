@@ -94,3 +94,20 @@ async def test_disabled_priority_and_tolerations(nursery: trio.Nursery) -> None:
     await namespace(api, "t")
     spec = (await api.create("/api/v1/namespaces/t/pods", pod("p"))).json()["spec"]
     assert not {"priority", "preemptionPolicy", "tolerations"} & set(spec)
+
+
+async def test_global_default_from_the_informer(nursery: trio.Nursery) -> None:
+    """With the shared informer (as ``kapi serve`` runs), the global default class is read from it:
+    pods get it once the informer holds it, and a second default is refused."""
+    api = await start_api(nursery, informers=True)
+    await namespace(api, "p")
+    assert (await api.create(PCS, priority_class("normal", 10, globalDefault=True, description="d"))).status == 201
+    for i in range(200):
+        spec = (await api.create("/api/v1/namespaces/p/pods", pod(f"p{i}"))).json()["spec"]
+        if spec.get("priorityClassName") == "normal":
+            break
+        await trio.sleep(0.01)
+    assert (spec["priorityClassName"], spec["priority"], spec["preemptionPolicy"]) == (
+        "normal", 10, "PreemptLowerPriority")
+    reply = await api.create(PCS, priority_class("other", 20, globalDefault=True))
+    assert reply.status == 403

@@ -170,3 +170,21 @@ async def test_ephemeral_containers_held_to_mountable_secrets(nursery: trio.Nurs
                                "reference that secret")
     else:
         raise AssertionError("not refused")
+
+
+async def test_service_account_from_the_informer(nursery: trio.Nursery) -> None:
+    """With the shared informer, a changed service account is seen as changed (the decoded one is
+    kept per resourceVersion)."""
+    api = await start_api(nursery, informers=True)
+    await namespace(api, "work")
+    spec = (await api.create("/api/v1/namespaces/work/pods", pod("a"))).json()["spec"]
+    assert spec["volumes"][0]["name"].startswith("kube-api-access-")
+    sa = (await api.request("GET", "/api/v1/namespaces/work/serviceaccounts/default")).json()
+    sa["automountServiceAccountToken"] = False
+    assert (await api.request("PUT", "/api/v1/namespaces/work/serviceaccounts/default", sa)).status == 200
+    for i in range(200):
+        spec = (await api.create("/api/v1/namespaces/work/pods", pod(f"b{i}"))).json()["spec"]
+        if "volumes" not in spec:
+            break
+        await trio.sleep(0.01)
+    assert "volumes" not in spec

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
 from kapi.encoding import listitems
+from kapi.object.defaults import pod_qos_class
 from kapi.object.listopts import ListOptions
 from kapi.object.validation import parse_quantity
 from kapi.registry.admit import CREATE, UPDATE
@@ -240,10 +241,11 @@ def _merge_container(ctr: Obj, requests: Obj, limits: Obj, what: str, notes: lis
         notes.append(f"{', '.join(sorted(set_limits))} limit for {what} {name}")
 
 
-def merge_pod_resource_requirements(pod: Obj, requests: Obj, limits: Obj) -> None:
-    """kube's ``mergePodResourceRequirements``: the defaults into each container and init container."""
+def merge_pod_resource_requirements(pod: Obj, requests: Obj, limits: Obj) -> bool:
+    """kube's ``mergePodResourceRequirements``: the defaults into each container and init container.
+    True if it set any."""
     if not requests and not limits:
-        return
+        return False
     spec = _d(pod.get("spec"))
     notes: list[str] = []
     for ctr in _dicts(spec.get("containers")):
@@ -255,6 +257,7 @@ def merge_pod_resource_requirements(pod: Obj, requests: Obj, limits: Obj) -> Non
         annotations = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
         annotations[LIMIT_RANGER_ANNOTATION] = "LimitRanger plugin set: " + "; ".join(notes)
         md["annotations"] = annotations
+    return bool(notes)
 
 
 # ------------------------------------------------------------------ pod totals
@@ -387,9 +390,14 @@ class LimitRanger(Plugin):
         if not self._supports(a) or a.plural != "pods":
             return
         assert a.obj is not None
+        changed = False
         for lr in await self.limit_ranges(a.namespace):
             requests, limits = default_requirements(lr)
-            merge_pod_resource_requirements(a.obj, requests, limits)
+            changed = merge_pod_resource_requirements(a.obj, requests, limits) or changed
+        status = a.obj.get("status")
+        if changed and isinstance(status, dict) and "qosClass" in status:
+            # the pod's QoS class is its resources' (kube computes it when the pod is stored, after admission)
+            status["qosClass"] = pod_qos_class(a.obj)
 
     async def validate(self, a: Attributes) -> None:
         if not self._supports(a):

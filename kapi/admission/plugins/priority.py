@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
+from kapi.errors import CorruptObject
 from kapi.registry.admit import CREATE, UPDATE
 
 Obj = dict[str, Any]
@@ -38,8 +39,20 @@ class Priority(Plugin):
 
     async def default_class(self) -> Obj | None:
         """The global default PriorityClass; of several (a race), the one of the lowest value."""
+        inf = self.deps.objects.watch(GROUP, "priorityclasses")
+        if inf is not None and inf.has_synced:
+            # only the classes whose stored bytes mention globalDefault are decoded
+            classes = []
+            for item in inf.items():
+                if item.may_have("globalDefault"):
+                    try:
+                        classes.append(item.object())
+                    except CorruptObject:
+                        continue
+        else:
+            classes = await self.deps.objects.list(GROUP, "priorityclasses")
         found: Obj | None = None
-        for pc in await self.deps.objects.list(GROUP, "priorityclasses"):
+        for pc in classes:
             if pc.get("globalDefault") is True and (found is None or found.get("value", 0) > pc.get("value", 0)):
                 found = pc
         return found

@@ -22,6 +22,7 @@ from typing import Any, Callable, Final, Iterator
 import trio
 
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
+from kapi.errors import CorruptObject
 from kapi.registry.admit import CREATE, UPDATE
 
 Obj = dict[str, Any]
@@ -38,6 +39,7 @@ PROJECTED_DEFAULT_MODE: Final = 0o644
 # names.SimpleNameGenerator's alphabet (no vowels, no look-alikes)
 _ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
 _DEFAULT_LOOKUPS: Final = 10  # the default service account is made by a controller: kube retries it
+_DECODED_CACHE_SIZE: Final = 10_000
 
 
 def generate_suffix(n: int = 5) -> str:
@@ -132,14 +134,39 @@ class ServiceAccount(Plugin):
         super().__init__(deps)
         self.generate_name = generate_name or (lambda prefix: prefix + generate_suffix())
         self.retry_interval_s = (random.randrange(100) + 100) / 1000
+        self._decoded: dict[str, tuple[int, Obj]] = {}
         deps.objects.watch("", "serviceaccounts")
 
     @staticmethod
     def _ignored(a: Attributes) -> bool:
         return a.subresource not in ("", "ephemeralcontainers") or not isinstance(a.obj, dict)
 
+    def _from_informer(self, namespace: str, name: str) -> Obj | None:
+        """The informer's ServiceAccount, decoded once per resourceVersion (the plugin only reads it)."""
+        inf = self.deps.objects.watch("", "serviceaccounts")
+        if inf is None or not inf.has_synced:
+            return None
+        item = inf.item(namespace, name)
+        if item is None:
+            return None
+        rv = item.resource_version
+        cached = self._decoded.get(item.key)
+        if cached is not None and cached[0] == rv:
+            return cached[1]
+        try:
+            obj = item.object()
+        except CorruptObject:
+            return None
+        if len(self._decoded) >= _DECODED_CACHE_SIZE:
+            self._decoded.clear()
+        self._decoded[item.key] = (rv, obj)
+        return obj
+
     async def service_account(self, namespace: str, name: str) -> Obj | None:
         """The pod's ServiceAccount, from the informer, else storage (the default one a few times)."""
+        found = self._from_informer(namespace, name)
+        if found is not None:
+            return found
         attempts = _DEFAULT_LOOKUPS if name == DEFAULT_SERVICE_ACCOUNT_NAME else 1
         for i in range(attempts):
             if i:
