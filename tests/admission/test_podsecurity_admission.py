@@ -343,13 +343,16 @@ async def test_configuration_defaults_and_exemptions(nursery: trio.Nursery, tmp_
     assert reply.status == 201, reply.body
     assert warnings(reply) == []
     # an exempt namespace
-    await ns(api, "free")
+    reply = await ns(api, "free", warn="baseline")
+    assert reply.status == 201
+    assert warnings(reply) == ['namespace "free" is exempt from Pod Security, and the policy '
+                               '(warn=baseline:latest) will be ignored']
     reply = await api.create("/api/v1/namespaces/free/pods", pod("p", sc={"privileged": True}))
     assert reply.status == 201 and warnings(reply) == []
     reply = await relabel(api, "free", enforce="restricted")
     assert reply.status == 200
     assert warnings(reply) == ['namespace "free" is exempt from Pod Security, and the policy '
-                               '(enforce=restricted:latest) will be ignored']
+                               '(enforce=restricted:latest, warn=baseline:latest) will be ignored']
 
 
 async def test_exempt_user(nursery: trio.Nursery, tmp_path: Path) -> None:

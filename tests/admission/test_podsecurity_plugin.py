@@ -168,18 +168,22 @@ async def test_replication_controller_without_template(setup: Setup) -> None:
     assert len(warnings) == 1 and warnings[0].startswith('would violate PodSecurity "restricted:latest"')
 
 
-async def test_namespace_create_exempt_only_by_update(setup: Setup) -> None:
+async def test_exempt_namespace_labelled(setup: Setup) -> None:
     s = Setup(setup.registry, {"apiVersion": "pod-security.admission.config.k8s.io/v1",
                                "kind": "PodSecurityConfiguration", "exemptions": {"namespaces": ["sys"]}})
     labelled = {"apiVersion": "v1", "kind": "Namespace",
                 "metadata": {"name": "sys", "labels": {P + "enforce": "restricted", P + "warn": "baseline"}}}
-    # a create's request names no namespace (kube's, too): no exemption warning
-    assert (await s.run(CREATE, "", "namespaces", "", "sys", labelled))[0] == []
+    expected = ['namespace "sys" is exempt from Pod Security, and the policy '
+                '(enforce=restricted:latest, warn=baseline:latest) will be ignored']
+    # kube's create handler sets a namespace create's namespace to its name
+    assert (await s.run(CREATE, "", "namespaces", "", "sys", labelled))[0] == expected
     old = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sys"}}
     warnings, _, err = await s.run(UPDATE, "", "namespaces", "", "sys", labelled, old)
-    assert err is None
-    assert warnings == ['namespace "sys" is exempt from Pod Security, and the policy '
-                        '(enforce=restricted:latest, warn=baseline:latest) will be ignored']
+    assert err is None and warnings == expected
+    # labels equivalent to the defaults (privileged) warn of nothing
+    plain = {"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": "sys", "labels": {P + "enforce": "privileged", P + "warn-version": "v1.2"}}}
+    assert (await s.run(CREATE, "", "namespaces", "", "sys", plain))[0] == []
 
 
 async def test_metrics(setup: Setup) -> None:

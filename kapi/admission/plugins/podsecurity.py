@@ -49,8 +49,8 @@ class PodSecurity(Plugin):
     async def validate(self, a: Attributes) -> None:
         req = Request(a.operation, a.group, a.plural, a.subresource)
         if a.group == "" and a.plural == "namespaces":
-            # kube's requests name the namespace itself as their namespace, except a create's
-            namespace = a.namespace if a.operation == CREATE else (a.namespace or a.name)
+            # kube's requests on a namespace carry its own name as their namespace (a create's too)
+            namespace = a.namespace or a.name or str(((a.obj or {}).get("metadata") or {}).get("name") or "")
             response = await self.admission.validate_namespace(a.operation, namespace, a.subresource, a.obj, a.old,
                                                                self._list_pods)
         elif a.group == "" and a.plural == "pods":

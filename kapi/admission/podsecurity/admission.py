@@ -173,8 +173,8 @@ class PodSecurityAdmission:
     async def validate_namespace(self, operation: str, namespace_attr: str, subresource: str, obj: Obj | None,
                                  old: Obj | None, list_pods: PodLister) -> Response:
         """A namespace create or update. ``namespace_attr`` is the request's namespace (kube's
-        requests carry the namespace's own name on an update, none on a create); ``list_pods``
-        reads the namespace's pods (only when the enforce level tightens)."""
+        requests on a namespace carry its own name); ``list_pods`` reads the namespace's pods (only
+        when the enforce level tightens)."""
         if subresource:
             return _allowed()
         if not isinstance(obj, dict):
