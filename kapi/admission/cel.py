@@ -8,6 +8,12 @@ object and oldObject), ``namespaceObject`` (the namespace's metadata/spec/status
 variables, evaluated on first use and once per request). The libraries are those of the custom
 resources' CEL (``kapi.object.cel._env``) plus kube's authorizer library.
 
+The engine declares the variables ``dyn``; what kube types is typed here too: each composited
+variable has its expression's type (``variables.x`` is compiled as ``variables_x``, a variable of
+that type, in an environment made per set of variable types), and ``request`` and
+``namespaceObject`` are checked against kube's declared types when compiled (a field they lack does
+not compile).
+
 ``compile_expression`` gives a ``Compiled`` (or raises ``CelError`` with kube's message: "compilation
 failed: ERROR: <input>:1:1: ..." or "must evaluate to bool but got string"); ``activation`` binds a
 request; ``Compiled.evaluate`` / ``evaluate_async`` give the value as plain Python or raise
