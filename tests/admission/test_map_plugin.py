@@ -285,3 +285,20 @@ async def test_fields_the_schema_does_not_declare_are_refused(api: Api) -> None:
     assert r.json()["message"] == ("policy 'unknown' with binding 'unknown-binding' denied request: error applying "
                                    "patch: failed to convert patch object to typed object: .bogus: field not declared "
                                    "in schema")
+
+
+async def test_scale_subresource(api: Api) -> None:
+    rules = [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+              "resources": ["deployments/scale"]}]
+    await install(api, policy("at-least-two", apply(
+        "Object{spec: Object.spec{replicas: object.spec.replicas < 2 ? 2 : object.spec.replicas}}"),
+        matchConstraints={"resourceRules": rules}, matchConditions=[
+            {"name": "is-scale", "expression": "request.kind.kind == 'Scale' && request.subResource == 'scale'"}]))
+    path = "/apis/apps/v1/namespaces/default/deployments"
+    assert (await api.create(path, deployment("d3"))).status == 201
+    scale = (await api.request("GET", f"{path}/d3/scale")).json()
+    scale["spec"]["replicas"] = 1
+    r = await api.request("PUT", f"{path}/d3/scale", scale)
+    assert r.status == 200, r.body
+    assert r.json()["spec"]["replicas"] == 2
+    assert (await api.request("GET", f"{path}/d3")).json()["spec"]["replicas"] == 2

@@ -213,10 +213,10 @@ class MutatingAdmissionPolicy(Plugin):
                 if a.is_reinvoke and key not in state.reinvoke:
                     continue
                 before = obj
-                budget = Budget(RUNTIME_CEL_COST_BUDGET)
                 for index in range(len(compiled.mutations)):
-                    try:
-                        new = await compiled.apply(index, act_for(obj), obj, schema, kind, budget)
+                    try:  # each mutation has kube's runtime budget of its own
+                        new = await compiled.apply(index, act_for(obj), obj, schema, kind,
+                                                   Budget(RUNTIME_CEL_COST_BUDGET))
                     except PatchError as exc:
                         failures.append(_Failure(pname, bname, exc.message, compiled.fail, REASON_INVALID))
                         continue
@@ -227,7 +227,8 @@ class MutatingAdmissionPolicy(Plugin):
                     # the object changed: the policies invoked before may need to see it
                     state.require_reinvoking_previously_invoked()
                     a.reinvoke = True
-                    a.obj = await convert(matched, a.resource, obj)
+                    # a subresource with a kind of its own (a Scale) is admitted as it is
+                    a.obj = obj if a.request.kind[2] else await convert(matched, a.resource, obj)
                 if compiled.reinvoke:
                     state.previously_invoked.add(key)
         finally:
