@@ -21,8 +21,10 @@ Three measurements, each against ``kapi serve`` (sqlite, fresh data directories)
 
 Each point records CPU as ``bench_http.py`` does (server, clients, the rest of the machine:
 read "other" before the rates) and requests per second of server CPU (``per_cpu``), which
-holds better than the rate on a machine doing other work. ``--repeat N`` keeps the best of N
-turns per point. Prints Markdown tables and writes JSON (``bench/results/admission.json``).
+holds better than the rate on a machine doing other work. ``--repeat N`` runs N turns per point
+and keeps the best (by rate); the ratio of the medians of requests per server CPU-second over all
+turns is reported beside it (``median_ratio_per_cpu``), the steadiest figure when the machine is
+busy. Prints Markdown tables and writes JSON (``bench/results/admission.json``).
 
 ``python bench/bench_admission.py webhook --certfile C --keyfile K --url-file F`` runs the
 webhook server on its own (the benchmark starts it that way).
@@ -37,6 +39,7 @@ import ipaddress
 import json
 import platform
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -335,16 +338,27 @@ def measure(server: Server, path: str, body: bytes, concurrency: int, args: argp
     return r
 
 
-def better(a: LoadResult | None, b: LoadResult) -> LoadResult:
-    return b if a is None or b.rate > a.rate else a
+def best(turns: list[LoadResult]) -> LoadResult:
+    """The turn with the highest rate."""
+    return max(turns, key=lambda r: r.rate)
 
 
-def pair(without: LoadResult, with_: LoadResult, names: tuple[str, str]) -> dict[str, Any]:
-    """Two points and their ratios, by rate and by server CPU."""
-    return {names[0]: without.to_json(), names[1]: with_.to_json(),
-            "ratio": round(with_.rate / without.rate, 3) if without.rate else 0.0,
-            "ratio_per_cpu": round(per_cpu(with_) / per_cpu(without), 3) if per_cpu(without) else 0.0,
-            f"{names[0]}_per_cpu": round(per_cpu(without), 1), f"{names[1]}_per_cpu": round(per_cpu(with_), 1)}
+def pair(without: list[LoadResult], with_: list[LoadResult], names: tuple[str, str]) -> dict[str, Any]:
+    """Two sides' turns: the best of each and their ratios, by rate and by server CPU; and the ratio of the
+    sides' median requests per server CPU-second over all turns (the steadiest figure on a busy machine)."""
+    a, b = best(without), best(with_)
+    med_a, med_b = statistics.median(map(per_cpu, without)), statistics.median(map(per_cpu, with_))
+    return {names[0]: a.to_json(), names[1]: b.to_json(),
+            "ratio": round(b.rate / a.rate, 3) if a.rate else 0.0,
+            "ratio_per_cpu": round(per_cpu(b) / per_cpu(a), 3) if per_cpu(a) else 0.0,
+            f"{names[0]}_per_cpu": round(per_cpu(a), 1), f"{names[1]}_per_cpu": round(per_cpu(b), 1),
+            "median_ratio_per_cpu": round(med_b / med_a, 3) if med_a else 0.0,
+            "turns": {names[0]: [turn(r) for r in without], names[1]: [turn(r) for r in with_]}}
+
+
+def turn(r: LoadResult) -> dict[str, float]:
+    return {"rate": round(r.rate, 1), "per_cpu": round(per_cpu(r), 1), "p50_ms": round(r.p50_ms, 2),
+            "p99_ms": round(r.p99_ms, 2), "other_cpu_pct": round(r.other_cpu_pct, 1)}
 
 
 # ---------------------------------------------------------------- the three measurements
@@ -356,12 +370,12 @@ def bench_plugins(on: Server, off: Server, args: argparse.Namespace) -> dict[str
     for server in (on, off):
         wait_service_account(server, NS)
         check(server.request("POST", path, body.replace(NAME_PLACEHOLDER, b"warm-up")), 201, what="a first pod")
-    best: dict[str, LoadResult | None] = {"on": None, "off": None}
+    turns: dict[str, list[LoadResult]] = {"on": [], "off": []}
     for _ in range(args.repeat):
         for side, server in (("off", off), ("on", on)):
-            best[side] = better(best[side], measure(server, path, body, args.concurrency, args,
-                                                    f"pods, admission {side}", f"p{side}"))
-    return {"concurrency": args.concurrency, **pair(best["off"], best["on"], ("off", "on"))}  # type: ignore[arg-type]
+            turns[side].append(measure(server, path, body, args.concurrency, args, f"pods, admission {side}",
+                                       f"p{side}"))
+    return {"concurrency": args.concurrency, **pair(turns["off"], turns["on"], ("off", "on"))}
 
 
 def probe(server: Server, path: str, body: bytes) -> int:
@@ -377,25 +391,25 @@ def bench_policy(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     check(server.request("POST", path, deployment_body("warm-up")), 201, what="a first deployment")
     vaps = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
     bindings = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
-    best: dict[str, LoadResult | None] = {"without": None, "with": None}
+    turns: dict[str, list[LoadResult]] = {"without": [], "with": []}
     took: list[float] = []
     for _ in range(args.repeat):
-        best["without"] = better(best["without"], measure(server, path, body, args.concurrency, args,
-                                                          "deployments, no policy", "dwo"))
+        turns["without"].append(measure(server, path, body, args.concurrency, args, "deployments, no policy",
+                                        "dwo"))
         check(server.request("POST", vaps, json.dumps(policy()).encode()), 201, what="creating the policy")
         check(server.request("POST", bindings, json.dumps(binding()).encode()), 201, what="creating the binding")
         took.append(eventually("the policy refusing a deployment with 100 replicas",
                                lambda: probe(server, path, bad) == 422))
         check(server.request("POST", path + "?dryRun=All", deployment_body("probe-good")), 201,
               what="a deployment the policy allows")
-        best["with"] = better(best["with"], measure(server, path, body, args.concurrency, args,
-                                                    "deployments, 5-rule policy", "dwi"))
+        turns["with"].append(measure(server, path, body, args.concurrency, args, "deployments, 5-rule policy",
+                                     "dwi"))
         check(server.request("DELETE", f"{bindings}/{BINDING}"), 200, what="deleting the binding")
         check(server.request("DELETE", f"{vaps}/{POLICY}"), 200, what="deleting the policy")
         eventually("the policy gone", lambda: probe(server, path, bad) == 201)
     return {"concurrency": args.concurrency, "validations": len(VALIDATIONS),
             "policy_in_effect_s": [round(t, 3) for t in took],
-            **pair(best["without"], best["with"], ("without", "with"))}  # type: ignore[arg-type]
+            **pair(turns["without"], turns["with"], ("without", "with"))}
 
 
 def bench_webhook(server: Server, hook: Server, ca_pem: bytes, args: argparse.Namespace) -> dict[str, Any]:
@@ -404,11 +418,10 @@ def bench_webhook(server: Server, hook: Server, ca_pem: bytes, args: argparse.Na
     path = f"/api/v1/namespaces/{WEBHOOK_NS}/configmaps"
     configs = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
     bad = configmap_body(f"{PROBE_DENY}-x")
-    best: dict[str, LoadResult | None] = {"without": None, "with": None}
-    calls: dict[str, int] = {}
+    turns: dict[str, list[LoadResult]] = {"without": [], "with": []}
+    calls: list[dict[str, int]] = []
     for _ in range(args.repeat):
-        best["without"] = better(best["without"], measure(server, path, configmap_body(), 1, args,
-                                                          "configmaps, no webhook", "cwo"))
+        turns["without"].append(measure(server, path, configmap_body(), 1, args, "configmaps, no webhook", "cwo"))
         check(server.request("POST", configs, json.dumps(webhook_configuration(hook.url, ca_pem)).encode()), 201,
               what="creating the webhook configuration")
         eventually("the webhook refusing its probe", lambda: probe(server, path, bad) == 403)
@@ -418,21 +431,36 @@ def bench_webhook(server: Server, hook: Server, ca_pem: bytes, args: argparse.Na
         seen = {k: after[k] - before[k] for k in after}
         print(f"    the webhook answered {seen['reviews']} reviews on {seen['connections']} new connections",
               file=sys.stderr)
-        if best["with"] is None or point.rate > best["with"].rate:
-            best["with"], calls = point, seen
+        turns["with"].append(point)
+        calls.append(seen)
         check(server.request("DELETE", f"{configs}/{WEBHOOK}"), 200, what="deleting the webhook configuration")
         eventually("the webhook gone", lambda: probe(server, path, bad) == 201)
-    without, with_ = best["without"], best["with"]
-    assert without is not None and with_ is not None
+    without, with_ = best(turns["without"]), best(turns["with"])
+    seen = calls[turns["with"].index(with_)]
+
+    def p50(r: LoadResult) -> float:
+        return r.p50_ms
+
+    def p99(r: LoadResult) -> float:
+        return r.p99_ms
+
+    def median_of(side: str, value: Callable[[LoadResult], float]) -> float:
+        return statistics.median(map(value, turns[side]))
+
     return {"concurrency": 1, "without": without.to_json(), "with": with_.to_json(),
             "added_p50_ms": round(with_.p50_ms - without.p50_ms, 3),
             "added_p99_ms": round(with_.p99_ms - without.p99_ms, 3),
             # reviews the webhook answered during the measured point (warm-up requests included) and the
             # connections kapi opened to it meanwhile: reused connections keep the second far below the first
-            "webhook_reviews": calls["reviews"], "webhook_connections": calls["connections"],
+            "webhook_reviews": seen["reviews"], "webhook_connections": seen["connections"],
             # server CPU per create: on a machine doing other work this holds better than the latencies
             "cpu_ms_per_request": {"without": round(cpu_ms(without), 3), "with": round(cpu_ms(with_), 3)},
             "added_cpu_ms": round(cpu_ms(with_) - cpu_ms(without), 3),
+            # the same over all turns: the medians' differences
+            "median_added_p50_ms": round(median_of("with", p50) - median_of("without", p50), 3),
+            "median_added_p99_ms": round(median_of("with", p99) - median_of("without", p99), 3),
+            "median_added_cpu_ms": round(median_of("with", cpu_ms) - median_of("without", cpu_ms), 3),
+            "turns": {side: [turn(r) for r in turns[side]] for side in turns},
             "ratio": round(with_.rate / without.rate, 3) if without.rate else 0.0}
 
 
@@ -442,8 +470,8 @@ def bench_webhook(server: Server, hook: Server, ca_pem: bytes, args: argparse.Na
 def tables(result: dict[str, Any]) -> str:
     p, v, w = result["plugins"], result["policy"], result["webhook"]
     rows = ["| measurement | without /s | with /s | with ÷ without | per server CPU-s (without / with) | "
-            "÷ per CPU | goal | server CPU % (without / with) | other CPU % |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "÷ per CPU | ÷ per CPU, medians of all turns | goal | server CPU % (without / with) | other CPU % |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for label, m, a, b, goal in (("pod creates, default plugins", p, "off", "on", GOALS["pods_on_over_off"]),
                                  ("Deployment creates, 5-rule VAP", v, "without", "with",
                                   GOALS["vap_with_over_without"])):
@@ -451,19 +479,22 @@ def tables(result: dict[str, Any]) -> str:
             continue
         rows.append(f"| {label} (c={m['concurrency']}) | {m[a]['rate']:.0f} | {m[b]['rate']:.0f} | "
                     f"{m['ratio']:.2f} | {m[a + '_per_cpu']:.0f} / {m[b + '_per_cpu']:.0f} | "
-                    f"{m['ratio_per_cpu']:.2f} | ≥ {goal} | "
+                    f"{m['ratio_per_cpu']:.2f} | {m['median_ratio_per_cpu']:.2f} | ≥ {goal} | "
                     f"{m[a]['server_cpu_pct']:.0f} / {m[b]['server_cpu_pct']:.0f} | "
                     f"{max(m[a]['other_cpu_pct'], m[b]['other_cpu_pct']):.0f} |")
     if not (p or v):
         rows = []
     if w:
-        rows += ["", "| ConfigMap create, c=1 | p50 ms | p99 ms | server CPU ms per create | creates/s |",
-                 "|---|---:|---:|---:|---:|"]
+        rows += ["", "| ConfigMap create, c=1 | p50 ms | p99 ms | server CPU ms per create | creates/s |"]
+        rows += ["|---|---:|---:|---:|---:|"]
         for label, key in (("no webhook", "without"), ("validating webhook (HTTPS, loopback)", "with")):
             rows.append(f"| {label} | {w[key]['p50_ms']:.2f} | {w[key]['p99_ms']:.2f} | "
                         f"{w['cpu_ms_per_request'][key]:.2f} | {w[key]['rate']:.0f} |")
         rows.append(f"| **added by the webhook** | **{w['added_p50_ms']:.2f}** | **{w['added_p99_ms']:.2f}** | "
                     f"**{w['added_cpu_ms']:.2f}** | |")
+        rows.append(f"| added, medians of all turns | {w['median_added_p50_ms']:.2f} | "
+                    f"{w['median_added_p99_ms']:.2f} | "
+                    f"{w['median_added_cpu_ms']:.2f} | |")
         rows.append(f"\n(the webhook answered {w['webhook_reviews']} reviews on {w['webhook_connections']} "
                     "connections kapi opened during the point)")
     return "\n".join(rows)
@@ -502,9 +533,11 @@ def run(args: argparse.Namespace) -> int:
                                                 (webhook, ("with", "without"))) if m for k in keys)
     ratios: dict[str, float] = {}
     if plugins:
-        ratios.update(pods_on_over_off=plugins["ratio"], pods_on_over_off_per_cpu=plugins["ratio_per_cpu"])
+        ratios.update(pods_on_over_off=plugins["ratio"], pods_on_over_off_per_cpu=plugins["ratio_per_cpu"],
+                      pods_on_over_off_median_per_cpu=plugins["median_ratio_per_cpu"])
     if vap:
-        ratios.update(vap_with_over_without=vap["ratio"], vap_with_over_without_per_cpu=vap["ratio_per_cpu"])
+        ratios.update(vap_with_over_without=vap["ratio"], vap_with_over_without_per_cpu=vap["ratio_per_cpu"],
+                      vap_with_over_without_median_per_cpu=vap["median_ratio_per_cpu"])
     result = {
         "config": {"seconds": args.seconds, "concurrency": args.concurrency, "clients": args.clients,
                    "repeat": args.repeat, "quick": args.quick, "parts": sorted(parts), "disabled": defaults,

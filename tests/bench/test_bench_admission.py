@@ -32,6 +32,10 @@ def test_bench_admission_quick(tmp_path: Path) -> None:
     # the policy and the webhook were seen in effect before their points were measured
     assert len(result["policy"]["policy_in_effect_s"]) == 1
     assert result["policy"]["validations"] == 5
-    assert set(result["ratios"]) == {"pods_on_over_off", "pods_on_over_off_per_cpu", "vap_with_over_without",
-                                     "vap_with_over_without_per_cpu"}
+    assert set(result["ratios"]) == {"pods_on_over_off", "pods_on_over_off_per_cpu", "pods_on_over_off_median_per_cpu",
+                                     "vap_with_over_without", "vap_with_over_without_per_cpu",
+                                     "vap_with_over_without_median_per_cpu"}
+    for part in ("plugins", "policy", "webhook"):
+        assert all(len(t) == 1 for t in result[part]["turns"].values()), result[part]["turns"]
+    assert result["webhook"]["webhook_reviews"] > 0
     assert set(result["webhook_added_ms"]) == {"p50", "p99"}
