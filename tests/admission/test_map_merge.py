@@ -31,7 +31,8 @@ def deployment() -> dict:
 def test_list_map_items_merge_by_key_in_the_patch_order(schema: Schema) -> None:
     live = deployment()
     before = copy.deepcopy(live)
-    patch = {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "k"}, {"name": "a", "image": "i2"}]}}}}
+    containers = [{"name": "c", "image": "k"}, {"name": "a", "image": "i2"}]
+    patch = {"spec": {"template": {"spec": {"containers": containers}}}}
     out = merge(schema, DEPLOY, live, patch)
     containers = out["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["c", "a", "b"]

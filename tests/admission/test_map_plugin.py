@@ -245,7 +245,8 @@ def test_a_policy_that_does_not_compile_fails_at_admission() -> None:
 
     async def run() -> str:
         try:
-            await compiled.apply(0, cel.Activation(), {}, None, ("", "v1", "ConfigMap"), cel.Budget(10**6))  # type: ignore[arg-type]
+            schema: Any = None  # never reached: the expression did not compile
+            await compiled.apply(0, cel.Activation(), {}, schema, ("", "v1", "ConfigMap"), cel.Budget(10**6))
         except PatchError as exc:
             return exc.message
         return ""
@@ -302,3 +303,12 @@ async def test_scale_subresource(api: Api) -> None:
     assert r.status == 200, r.body
     assert r.json()["spec"]["replicas"] == 2
     assert (await api.request("GET", f"{path}/d3")).json()["spec"]["replicas"] == 2
+
+
+async def test_json_patch_adding_an_unknown_field_is_an_internal_error(api: Api) -> None:
+    await install(api, policy("unknown-jp", jsonpatch('[JSONPatch{op: "add", path: "/bogus", value: 1}]'),
+                              failurePolicy="Ignore"))
+    r = await api.create(CMS, cm("nineteen"))
+    # the decoding error is kube's StatusError, answered whatever the failurePolicy
+    assert r.status == 500
+    assert r.json()["message"] == 'Internal error occurred: strict decoding error: unknown field "bogus"'

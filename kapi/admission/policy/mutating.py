@@ -283,7 +283,7 @@ class CompiledPolicy:
             raise PatchError(exc.message) from None
         if m.patch_type == APPLY_CONFIGURATION:
             return _apply_configuration(value, obj, schema, gvk)
-        return _json_patch(value, obj)
+        return _json_patch(value, obj, schema, gvk)
 
 
 def _apply_configuration(value: Any, obj: Obj, schema: Schema, gvk: tuple[str, str, str]) -> Obj:
@@ -306,7 +306,7 @@ def _apply_configuration(value: Any, obj: Obj, schema: Schema, gvk: tuple[str, s
         raise PatchError(f"error applying patch: failed to merge patch: {exc}") from None
 
 
-def _json_patch(value: Any, obj: Obj) -> Obj:
+def _json_patch(value: Any, obj: Obj, schema: Schema | None = None, gvk: tuple[str, str, str] | None = None) -> Obj:
     if not isinstance(value, list):
         raise PatchError("type mismatch: JSONPatchType.expression should evaluate to array")
     ops: list[Obj] = []
@@ -334,6 +334,13 @@ def _json_patch(value: Any, obj: Obj) -> Obj:
         raise PatchError(f"JSONPath: {cause}") from None
     if not isinstance(out, dict):
         raise PatchError("JSONPath: the patched object is not an object")
+    if schema is not None and gvk is not None and schema.type_for(*gvk) is not None:
+        # kube decodes the patched JSON strictly into the typed object: an unknown field is an internal error
+        unknown = [p.split(": ", 1)[0].lstrip(".") for p in type_errors(schema, gvk, out)
+                   if p.endswith(": field not declared in schema")]
+        if unknown:
+            raise errors.InternalError("Internal error occurred: strict decoding error: "
+                                       + ", ".join(f"unknown field {_q(u)}" for u in unknown))
     return out
 
 
