@@ -122,3 +122,28 @@ def test_type_errors(schema: Schema) -> None:
         "containers": {"name": "x"}}}}}) == [".spec.nope: field not declared in schema",
                                              ".spec.template.spec.containers: expected list, got map"]
     assert type_errors(schema, ("x.io", "v1", "Thing"), {"spec": {"anything": [1]}}) == []
+
+
+def test_custom_resources_merge_with_their_structural_schema(schema: Schema) -> None:
+    from kapi.object.managedfields.merge import structural_types
+    from kapi.object.structural import from_props
+
+    props = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                  "items": {"type": "object", "properties": {"name": {"type": "string"},
+                                                             "port": {"type": "integer"}}}},
+        "args": {"type": "array", "items": {"type": "string"}},
+        "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}
+    gvk = ("x.io", "v1", "Thing")
+    ext = schema.extended(structural_types(*gvk, from_props(props)))
+    live = {"apiVersion": "x.io/v1", "kind": "Thing", "metadata": {"name": "t"},
+            "spec": {"ports": [{"name": "a", "port": 1}], "args": ["x"], "tags": {"k": "v"}}}
+    out = merge(ext, gvk, live, {"spec": {"ports": [{"name": "b", "port": 2}, {"name": "a", "port": 3}],
+                                          "tags": {"j": "w"}, "free": {"any": [1]}}})
+    assert out["spec"]["ports"] == [{"name": "b", "port": 2}, {"name": "a", "port": 3}]
+    assert out["spec"]["tags"] == {"k": "v", "j": "w"}
+    assert atomic_paths(ext, gvk, {"spec": {"args": ["y"]}}) == [".spec.args"]  # no list type: atomic
+    from kapi.object.managedfields.merge import type_errors
+    assert type_errors(ext, gvk, {"spec": {"nope": 1, "free": {"x": 1}}}) == [
+        ".spec.nope: field not declared in schema"]

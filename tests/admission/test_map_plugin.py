@@ -312,3 +312,34 @@ async def test_json_patch_adding_an_unknown_field_is_an_internal_error(api: Api)
     # the decoding error is kube's StatusError, answered whatever the failurePolicy
     assert r.status == 500
     assert r.json()["message"] == 'Internal error occurred: strict decoding error: unknown field "bogus"'
+
+
+async def test_custom_resource_merged_with_its_crd_schema(nursery: Any) -> None:
+    import copy
+
+    from tests.crd.serving_support import serve_crds, widget_crd
+
+    crd = widget_crd()
+    spec_props = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    spec_props["ports"] = {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                           "items": {"type": "object", "properties": {"name": {"type": "string"},
+                                                                      "port": {"type": "integer"}}}}
+    spec_props["args"] = {"type": "array", "items": {"type": "string"}}
+    cr_api = await serve_crds(nursery, crd)
+    rules = [{"apiGroups": ["stable.example.com"], "apiVersions": ["v1"], "operations": ["CREATE"],
+              "resources": ["widgets"]}]
+    await install(cr_api, policy("widget-port", apply(
+        'Object{spec: Object.spec{ports: [Object.spec.ports{name: "metrics", port: 9090}]}}'),
+        matchConstraints={"resourceRules": rules}))
+    widget = {"apiVersion": "stable.example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+              "spec": {"color": "red", "ports": [{"name": "http", "port": 80}]}}
+    path = "/apis/stable.example.com/v1/namespaces/default/widgets"
+    r = await cr_api.create(path, copy.deepcopy(widget))
+    assert r.status == 201, r.body
+    assert r.json()["spec"]["ports"] == [{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]
+    assert r.json()["spec"]["size"] == 3  # the CRD's defaults applied
+    await install(cr_api, policy("widget-args", apply('Object{spec: Object.spec{args: ["x"]}}'),
+                                 matchConstraints={"resourceRules": rules}))
+    r = await cr_api.create(path, {**widget, "metadata": {"name": "w2"}})
+    assert r.status == 403
+    assert r.json()["message"].endswith("may not mutate atomic arrays, maps or structs: .spec.args")

@@ -30,6 +30,9 @@ from kapi.admission.plugin import Attributes, Plugin, PluginDeps
 from kapi.admission.policy.generic import (ConfigError, PolicySource, collect_params, is_policy_resource,
                                            param_resource)
 from kapi.admission.policy.mutating import CompiledPolicy, PatchError, compile_policy
+from kapi.object.managedfields.merge import structural_types
+from kapi.object.schema import Schema
+from kapi.object.structural import Structural
 from kapi.registry.admit import CONNECT, CREATE, UPDATE
 from kapi.registry.resources import Resource
 
@@ -93,7 +96,24 @@ class MutatingAdmissionPolicy(Plugin):
         super().__init__(deps)
         self.source = PolicySource(deps.objects, "mutatingadmissionpolicies", "mutatingadmissionpolicybindings")
         self._compiled: dict[tuple[str, str, Any], CompiledPolicy] = {}
+        self._schemas: dict[int, tuple[Structural, Schema, Schema]] = {}
         deps.objects.watch("", "namespaces")
+
+    def schema_for(self, res: Resource) -> Schema:
+        """The schema a mutation of ``res`` merges with: the built-in types, and for a custom
+        resource its CRD version's structural schema as types (made once per schema)."""
+        base = self.deps.registry.schema
+        structural = getattr(res.strategy, "schema", None)
+        if not isinstance(structural, Structural) or base.type_for(res.group, res.version, res.kind) is not None:
+            return base
+        hit = self._schemas.get(id(structural))
+        if hit is not None and hit[0] is structural and hit[1] is base:
+            return hit[2]
+        if len(self._schemas) > 256:
+            self._schemas.clear()
+        extended = base.extended(structural_types(res.group, res.version, res.kind, structural))
+        self._schemas[id(structural)] = (structural, base, extended)
+        return extended
 
     def compiled(self, policy: Obj) -> CompiledPolicy:
         """The policy compiled once per generation."""
@@ -188,7 +208,6 @@ class MutatingAdmissionPolicy(Plugin):
         try:
             namespace = await self._namespace(a)
             authz = cel.authorizer_value(self.deps.access, a.user, a)
-            schema = self.deps.registry.schema
             for inv in invocations:
                 compiled, matched = inv.compiled, inv.matched
                 pname, bname = _name(inv.policy), _name(inv.binding)
@@ -196,6 +215,7 @@ class MutatingAdmissionPolicy(Plugin):
                 if not isinstance(obj, dict):
                     continue  # no object to patch
                 kind = kind_for(matched, a)
+                schema = self.schema_for(matched) if not a.request.kind[2] else self.deps.registry.schema
 
                 def act_for(current: Obj) -> cel.Activation:
                     return cel.activation(a, params=inv.param, namespace_obj=namespace, authorizer=authz,

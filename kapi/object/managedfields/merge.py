@@ -26,7 +26,7 @@ import orjson
 from kapi.object.managedfields.shape import Shape, as_gvk, resolve, root_shape
 from kapi.object.schema import GVK, Schema
 
-__all__ = ["MergeError", "atomic_paths", "merge", "type_errors"]
+__all__ = ["MergeError", "atomic_paths", "merge", "structural_types", "type_errors"]
 
 Obj = dict[str, Any]
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -67,7 +67,7 @@ def _types(schema: Schema, shape: Shape, value: Any, path: str, out: list[str]) 
             return
         for key, child in value.items():
             if shape.kind == "struct" and shape.type is not None and shape.type.field(key) is None \
-                    and key not in ("apiVersion", "kind"):
+                    and not shape.type.preserve_unknown and key not in ("apiVersion", "kind"):
                 out.append(f"{path}.{key}: field not declared in schema")
                 continue
             _types(schema, _child_shape(schema, shape, key), child, f"{path}.{key}", out)
@@ -217,3 +217,49 @@ def _atomics(schema: Schema, shape: Shape, value: Any, path: str, out: list[str]
             elem = resolve(schema, shape.elem)
             for i, item in enumerate(value):
                 _atomics(schema, elem, item, f"{path}[{i}]", out)
+
+
+# ------------------------------------------------------------------ custom resources
+
+
+def structural_types(group: str, version: str, kind: str, root: Any) -> list[Any]:
+    """The named types of a custom resource's structural schema (a ``Structural``), as kube's CRD
+    type converter makes them: objects with properties are structs, additionalProperties maps,
+    lists take their x-kubernetes-list-type (atomic when unset), x-kubernetes-map-type is kept,
+    x-kubernetes-preserve-unknown-fields is free-form."""
+    from kapi.object.schema import FieldDef, TypeDef
+
+    prefix = f"{group}/{version}/{kind}"
+    out: list[TypeDef] = []
+
+    def shape(name: str, s: Any, path: str) -> FieldDef:
+        if s is None:
+            return FieldDef(name=name, type="any")
+        if s.type == "object" or (not s.type and (s.properties or s.additional_properties)):
+            if s.properties:
+                ref = f"{prefix}#{path}"
+                struct(ref, s, path)
+                return FieldDef(name=name, type="object", ref=ref, map_type=s.map_type)
+            extra = s.additional_properties
+            if extra is not None and not isinstance(extra, bool):
+                return FieldDef(name=name, type="object", values=shape("", extra, f"{path}{{}}"), map_type=s.map_type)
+            return FieldDef(name=name, type="any")
+        if s.type == "array":
+            return FieldDef(name=name, type="array", items=shape("", s.items, f"{path}[]"),
+                            list_type=s.list_type or "atomic", list_map_keys=tuple(s.list_map_keys))
+        if s.int_or_string or not s.type:
+            return FieldDef(name=name, type="any" if not s.int_or_string else "string")
+        return FieldDef(name=name, type=s.type)
+
+    def struct(ref: str, s: Any, path: str, gvk: Any = None) -> None:
+        fields = {n: shape(n, child, f"{path}.{n}") for n, child in s.properties.items()}
+        if gvk is not None:
+            fields.setdefault("apiVersion", FieldDef(name="apiVersion", type="string"))
+            fields.setdefault("kind", FieldDef(name="kind", type="string"))
+            fields["metadata"] = FieldDef(name="metadata", type="object", ref=_OBJECT_META)
+        out.append(TypeDef(name=ref, type="object", fields=fields, map_type=s.map_type,
+                           preserve_unknown=bool(s.preserve_unknown_fields),
+                           gvks=(gvk,) if gvk is not None else (), published=False))
+
+    struct(prefix, root, "", GVK(group, version, kind))
+    return out
