@@ -20,6 +20,7 @@ import yaml
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps
 from kapi.object.access import UserInfo
 from kapi.registry.admit import CREATE, DELETE, AdmissionRequest
+from kapi.registry.resources import Resource
 
 Obj = dict[str, Any]
 
@@ -227,6 +228,10 @@ class RequestAdmission:
 
     def _attributes(self, req: AdmissionRequest) -> Attributes:
         return Attributes(req, self.user, self.options(req.operation), self.warnings, self.annotate)
+
+    def changes(self, operation: str, res: Resource) -> bool:
+        mutating, _ = self.chain.plugins_for(operation, res.group, res.resource)
+        return any(p.changing() for p in mutating)
 
     async def mutate(self, req: AdmissionRequest) -> None:
         mutating, _ = self.chain.plugins_for(req.operation, req.resource.group, req.resource.resource)

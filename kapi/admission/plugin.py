@@ -204,6 +204,8 @@ class Plugin:
     # The operations and (group, plural) resources the chain calls it for; None: every resource.
     operations: ClassVar[frozenset[str]] = ALL_OPERATIONS
     resources: ClassVar[frozenset[tuple[str, str]] | None] = None
+    # Whether ``admit`` may change the object (NamespaceLifecycle only refuses); see ``changing``.
+    changes_objects: ClassVar[bool] = True
 
     def __init__(self, deps: PluginDeps) -> None:
         self.deps = deps
@@ -215,6 +217,10 @@ class Plugin:
     @property
     def validating(self) -> bool:
         return type(self).validate is not Plugin.validate
+
+    def changing(self) -> bool:
+        """Whether ``admit`` may change objects now (webhooks: only while a mutating webhook is configured)."""
+        return self.changes_objects
 
     def interested(self, operation: str, group: str, resource: str) -> bool:
         """Whether the chain calls it for this operation on this resource (any subresource)."""

@@ -25,7 +25,7 @@ from kapi.api.discovery import Discovery
 from kapi.api.openapi import Document, OpenAPIDocuments
 from kapi.api.openapi_pb import CONTENT_TYPE as PROTOBUF_CONTENT_TYPE
 from kapi.api.handlers import Handlers
-from kapi.api.responses import Response, status_response, text_response
+from kapi.api.responses import Response, status_response, text_response, warning_headers
 
 log = logging.getLogger("kapi.api")
 
@@ -130,6 +130,9 @@ class App:
         if ctx is not None:
             if ctx.response_headers:  # the filters' (APF's PF headers), on answers and refusals alike
                 resp.headers += ctx.response_headers
+            # Warnings gathered on the way (a deprecated version, fieldValidation, admission), on answers
+            # and refusals alike: kube writes each into the headers as it comes.
+            resp.headers += warning_headers(ctx.warnings)
             self._observe(ctx, resp.status, time.perf_counter() - started)
         # Every answer names its audit ID (kube's WithAuditInit), audited or not.
         resp.headers.append(("Audit-ID", ctx.audit_id if ctx is not None else str(uuid.uuid4())))

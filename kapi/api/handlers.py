@@ -118,10 +118,7 @@ class Handlers:
         if res.warning:  # a deprecated version (a CRD's deprecationWarning)
             ctx.warnings.insert(0, res.warning)
         resp: Response = await route.serve(self, ctx, res)
-        for w in ctx.warnings:
-            quoted = w.replace("\\", "\\\\").replace('"', '\\"')
-            resp.headers.append(("Warning", f'299 - "{quoted}"'))
-        return resp
+        return resp  # the app adds ctx.warnings as Warning headers, to refusals too (an admission's)
 
     # --------------------------------------------------------------- read
 

@@ -85,3 +85,12 @@ def success_status(*, name: str, group: str, kind: str, uid: str) -> Obj:
 
 def text_response(text: str, status: int = 200) -> Response:
     return Response(status, text.encode(), "text/plain; charset=utf-8")
+
+
+def warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
+    """``Warning: 299 - "<text>"`` headers (RFC 7234 warn-code 299, agent "-"), the text quoted as Go's."""
+    out = []
+    for w in warnings:
+        quoted = w.replace("\\", "\\\\").replace('"', '\\"')
+        out.append(("Warning", f'299 - "{quoted}"'))
+    return out

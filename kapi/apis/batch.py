@@ -23,8 +23,7 @@ class JobStrategy(Strategy):
     def default(self, obj: Obj, old: Obj | None) -> None:
         default_job(obj, old)
 
-    def prepare_for_create(self, res: Resource, obj: Obj) -> None:
-        super().prepare_for_create(res, obj)
+    def prepare_named(self, obj: Obj) -> None:
         generate_job_selector(obj)
 
     def validate(self, obj: Obj) -> list[Cause]:

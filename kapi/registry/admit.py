@@ -53,6 +53,11 @@ class AdmissionRequest:
 class Admission(Protocol):
     """A request's admission: mutating, then (after the registry's validation) validating."""
 
+    def changes(self, operation: str, res: Resource) -> bool:
+        """Whether a mutating step that may change objects acts on ``operation`` of ``res`` now: the
+        registry then defaults an update's objects before admission sees them (it costs a defaulting)."""
+        ...
+
     async def mutate(self, req: AdmissionRequest) -> None:
         """Run the mutating plugins, policies and webhooks; may set ``req.obj`` to a changed object.
         Raises a ``StatusError`` to refuse the write."""

@@ -289,11 +289,15 @@ class Registry:
     # ------------------------------------------------------------- create
 
     async def create(self, res: Resource, namespace: str, obj: Obj, opts: WriteOptions) -> Obj:
-        obj = self._decode_create(res, namespace, obj)
+        obj = self._prepare_create(res, namespace, obj)
         if opts.admission is not None:
             obj = await self._mutate(res, CREATE, "", namespace, obj, None, opts.admission, opts.dry_run)
-        obj = self._prepare_create(res, obj)
+        self._fill_system_fields(res, obj)
         md = obj["metadata"]
+        causes = self._validate_meta(res, obj)
+        causes += res.strategy.validate(obj)
+        if causes:
+            raise errors.invalid(res.kind, res.group, str(md.get("name", "")), causes)
         if opts.admission is not None:
             await opts.admission.validate(AdmissionRequest(CREATE, res, "", namespace, md["name"], obj, None,
                                                            opts.dry_run))
@@ -311,20 +315,42 @@ class Registry:
         md["resourceVersion"] = str(rev)
         return obj
 
-    def _decode_create(self, res: Resource, namespace: str, obj: Obj) -> Obj:
-        """A copy of a create's body with its type and namespace checked (what kube's decoding refuses)."""
+    def _prepare_create(self, res: Resource, namespace: str, obj: Obj) -> Obj:
+        """A copy of a create's body, checked, prepared by the strategy and defaulted: what mutating
+        admission sees (kube's decoding; the system metadata comes after admission, as kube's)."""
         obj = copy.deepcopy(obj)
         self._check_type_meta(res, obj)
         md = meta.metadata(obj)
         self._check_namespace_matches(res, namespace, md)
         if md.get("resourceVersion"):
             raise errors.BadRequest("resourceVersion should not be set on objects to be created")
+        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            md.pop(k, None)
+        res.strategy.prepare_for_create(res, obj)
+        self._decode_defaults(res, obj, None)  # kube decodes into Go structs first
         return obj
 
+    @staticmethod
+    def _fill_system_fields(res: Resource, obj: Obj) -> None:
+        """kube's Store.Create after admission: uid, creation time and a generated name, then what the
+        kind derives from them (a Job's generated selector)."""
+        md = obj["metadata"]
+        if not md.get("name") and md.get("generateName"):
+            md["name"] = meta.generate_name(str(md["generateName"]))
+        md["uid"] = meta.new_uid()
+        md["creationTimestamp"] = meta.now_rfc3339()
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            md.pop(k, None)
+        res.strategy.prepare_named(obj)
+
     async def _mutate(self, res: Resource, operation: str, subresource: str, namespace: str, new: Obj,
-                      old: Obj | None, admission: Admission, dry_run: bool) -> Obj:
-        """Mutating admission of a create or update: it sees the object decoded and defaulted as kube's
-        handlers hand it over; what it changed is defaulted again (kube decodes a webhook's patch so)."""
+                      old: Obj | None, admission: Admission, dry_run: bool, defaulted: bool = True) -> Obj:
+        """Mutating admission of a create or update. An object a plugin replaced (a webhook's patch, a
+        policy's mutation) is decoded again as kube decodes a patched object: type checked, defaulted.
+
+        ``defaulted``: an update's new object is defaulted first (as kube's handlers decode it) when a
+        plugin that may change it will see it; a create's is defaulted already.
+        """
         if subresource == "scale":
             assert old is not None
             req = AdmissionRequest(operation, res, subresource, namespace, old["metadata"]["name"],
@@ -334,40 +360,30 @@ class Registry:
             if req.obj != before and isinstance(req.obj, dict):
                 res.strategy.set_replicas(new, scale.replicas_of(req.obj, new["metadata"]["name"]))
             return new
-        self._decode_defaults(res, new, old)
+        if old is not None and defaulted:
+            self._decode_defaults(res, new, old)
         name = str(new["metadata"].get("name") or "") if old is None else old["metadata"]["name"]
         req = AdmissionRequest(operation, res, subresource, namespace, name, new, old, dry_run)
         await admission.mutate(req)
-        if req.obj is not new:  # replaced (a webhook's patch, a policy's mutation): decoded again
+        if req.obj is not new:
             if not isinstance(req.obj, dict):
                 raise errors.InternalError("admission produced no object")
             new = req.obj
             self._check_type_meta(res, new)
-            self._decode_defaults(res, new, old)
+            if old is None:  # an update's is defaulted by its preparation, next
+                res.strategy.prepare_for_create(res, new)
+                self._decode_defaults(res, new, None)
+        elif old is None and admission.changes(operation, res):
+            # Plugins changed it in place (with Go-shaped values): what the defaults derive from their
+            # changes follows (a pod's QoS class from the resources LimitRanger set; kube's PrepareForCreate).
+            res.strategy.default(new, None)
         return new
 
     def _decode_defaults(self, res: Resource, obj: Obj, old: Obj | None) -> None:
-        """What kube's decoding of a body does before admission sees it: Go's shape, then the kind's defaults."""
+        """What kube's decoding of a body does: Go's shape, then the kind's defaults."""
         go_roundtrip(self.schema, (res.group, res.version, res.kind), obj)
         res.strategy.canonicalize(obj)
         res.strategy.default(obj, old)
-
-    def _prepare_create(self, res: Resource, obj: Obj) -> Obj:
-        """System metadata, the strategy's create preparation, defaults and validation (kube's BeforeCreate)."""
-        md = meta.metadata(obj)
-        if not md.get("name") and md.get("generateName"):
-            md["name"] = meta.generate_name(str(md["generateName"]))
-        for k in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
-            md.pop(k, None)
-        md["uid"] = meta.new_uid()
-        md["creationTimestamp"] = meta.now_rfc3339()
-        res.strategy.prepare_for_create(res, obj)
-        self._decode_defaults(res, obj, None)  # kube decodes into Go structs first
-        causes = self._validate_meta(res, obj)
-        causes += res.strategy.validate(obj)
-        if causes:
-            raise errors.invalid(res.kind, res.group, str(md.get("name", "")), causes)
-        return obj
 
     def _track_fields(self, res: Resource, old: Obj | None, new: Obj, opts: WriteOptions, subresource: str) -> None:
         """Record the write in ``metadata.managedFields`` (an Update by the request's field manager)."""
@@ -464,15 +480,18 @@ class Registry:
             # Objects stored before they took Go's shape get it here too, so the comparisons below
             # (generation, no-op writes) see only what the client changed.
             go_roundtrip(self.schema, (res.group, res.version, res.kind), old)
-            if opts.admission is not None and subresource != "scale":
-                # Admission sees the new object defaulted (kube decodes it so): the stored one is compared
-                # with it defaulted too, as kube decodes what it reads from storage with the defaults.
+            defaulted = opts.admission is not None and subresource != "scale" and \
+                opts.admission.changes(UPDATE, res)
+            if defaulted:
+                # Admission that may change it sees the new object defaulted (kube decodes it so): the stored
+                # one is compared with it defaulted too, as kube decodes what it reads with the defaults.
                 res.strategy.canonicalize(old)
                 res.strategy.default(old, old)
             mutated = mutate(copy.deepcopy(old))
             new = await mutated if inspect.isawaitable(mutated) else mutated
             if opts.admission is not None:
-                new = await self._mutate(res, UPDATE, subresource, namespace, new, old, opts.admission, opts.dry_run)
+                new = await self._mutate(res, UPDATE, subresource, namespace, new, old, opts.admission, opts.dry_run,
+                                         defaulted)
             new = self._prepare_update(res, new, old, subresource)
             if opts.admission is not None:
                 await self._validate_update(res, subresource, namespace, name, new, old, opts)

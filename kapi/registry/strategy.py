@@ -156,6 +156,10 @@ class Strategy:
         if res.has_status:
             obj.pop("status", None)
 
+    def prepare_named(self, obj: Obj) -> None:
+        """What a create derives from its uid and (generated) name, given after mutating admission and
+        before validation (a Job's generated selector: kube's PrepareForCreate sees them)."""
+
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         """The object an update stores: status from the status subresource only, then generation."""
         if subresource == "status":

@@ -146,6 +146,10 @@ def test_pod_update_only_image_is_mutable() -> None:
 def test_pod_update_containers_and_tolerations() -> None:
     old = _pod()
     default_pod(old, None)
+    # DefaultTolerationSeconds admission's two tolerations, as a created pod has them
+    old["spec"]["tolerations"] = [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
     new = copy.deepcopy(old)
     new["spec"]["containers"].append({"name": "b", "image": "b"})
     assert _pairs(_update(default_pod, validate_pod_update, new, old)) == [

@@ -33,6 +33,7 @@ def _is_namespace(a: Attributes) -> bool:
 
 class NamespaceLifecycle(Plugin):
     name = "NamespaceLifecycle"
+    changes_objects = False  # it refuses, never changes
 
     def __init__(self, deps: PluginDeps) -> None:
         super().__init__(deps)

@@ -49,6 +49,9 @@ class MutatingAdmissionWebhook(_WebhookPlugin):
     name = "MutatingAdmissionWebhook"
     resource = MUTATING
 
+    def changing(self) -> bool:
+        return not self.source.idle
+
     async def admit(self, a: Attributes) -> None:
         if not self.source.idle and await self._ready(a):
             await dispatch.mutate(self.name, self.source, a, self.deps, self.metrics)
