@@ -2,8 +2,8 @@
 
 - kubectl 1.33 prints the warnings admission adds: a ValidatingAdmissionPolicy bound with
   ``validationActions: [Warn]`` ("Warning: Validation failed for ValidatingAdmissionPolicy ..."),
-  a validating webhook's ``warnings``; and the refusals of a Deny binding and of a webhook with
-  kube's messages.
+  a validating webhook's ``warnings``; and the refusals of a Deny binding, of a webhook, and of
+  an unreachable webhook with ``failurePolicy: Fail``, with kube's messages.
 - kopf's examples/17-admission (tests/e2e/kopf_admission_operator.py) run by ``kopf run
   --standalone``: kopf serves its validating and mutating webhooks on 127.0.0.1 over HTTPS and
   manages the webhook configurations; the refusals (codes 500 and 555), the dry-run exemption,
@@ -168,8 +168,10 @@ class Webhook:
         self.thread.start()
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        if self.thread.is_alive():
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.thread.join()
 
 
 @pytest.fixture
@@ -303,6 +305,17 @@ def test_kubectl_prints_webhook_warnings_and_denials(server: Server, kubectl133:
         assert request["userInfo"]["username"]
         # the dry-run probes were sent as dry run (sideEffects: None allows them)
         assert any(r["request"]["dryRun"] is True for r in hook.reviews)
+
+        # the webhook gone: failurePolicy Fail refuses with kube's 500 "failed calling webhook"
+        hook.close()
+        proc = kubectl133.run("create", "configmap", "unreviewed", "--from-literal=key=value", namespace=namespace,
+                              check=False)
+        assert proc.returncode != 0
+        assert "Internal error occurred: failed calling webhook " in proc.stderr, proc.stderr
+        status, _, body = call(server, "POST", path, configmap("unreviewed", {"key": "value"}))
+        assert (status, body["reason"]) == (500, "InternalError"), body
+        assert any(body["message"].startswith(f'Internal error occurred: failed calling webhook "{kind}.{name}": ')
+                   for kind in ("warn", "deny")), body
     finally:
         call(server, "DELETE", f"{ADMISSION}/validatingwebhookconfigurations/{name}")
 
