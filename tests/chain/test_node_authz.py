@@ -8,7 +8,8 @@ from typing import Any, AsyncIterator
 import pytest
 import trio
 
-from kapi.chain.authz.node import Graph, NodeAuthorizer, node_identity, pod_secret_names
+from kapi.chain.authz.node import Graph, NodeAuthorizer
+from kapi.object.nodes import node_identity, pod_secret_names
 from kapi.object.access import ALLOW, NO_OPINION, Attributes, UserInfo
 from tests.api.conftest import Api, serve_with_informers
 

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from kapi import errors
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
-from kapi.chain.authz.node import MIRROR_POD_ANNOTATION, NODE_LEASE_NAMESPACE, node_identity, \
+from kapi.object.nodes import MIRROR_POD_ANNOTATION, NODE_LEASE_NAMESPACE, node_identity, \
     pod_configmap_names, pod_secret_names
 from kapi.object.access import Attributes as AccessAttributes
 from kapi.registry.admit import CREATE, DELETE, UPDATE
