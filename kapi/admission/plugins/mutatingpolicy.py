@@ -126,6 +126,9 @@ class MutatingAdmissionPolicy(Plugin):
             found = self._compiled[key] = compile_policy(policy)
         return found
 
+    def changing(self) -> bool:
+        return not self.source.idle
+
     async def admit(self, a: Attributes) -> None:
         if is_policy_resource(a):
             return

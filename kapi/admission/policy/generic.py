@@ -154,6 +154,11 @@ class PolicySource:
         return (self._pinf is not None and self._binf is not None and self._pinf.has_synced
                 and self._binf.has_synced)
 
+    @property
+    def idle(self) -> bool:
+        """No bound policy, as the synced informers showed at the last request (nothing changed since)."""
+        return self.informed and self._snapshot is not None and not self._snapshot
+
     async def hooks(self) -> list[tuple[Obj, list[Obj]]]:
         """(policy, its bindings) for every policy with at least one binding, by policy name."""
         if self.informed and self._snapshot is not None:
