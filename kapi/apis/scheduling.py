@@ -11,8 +11,7 @@ from kapi.object.defaults.scheduling import default_priority_class
 from kapi.object.validation.scheduling import (SYSTEM_PRIORITY_CLASSES, validate_priority_class,
     validate_priority_class_update)
 from kapi.registry.resources import Resource
-from kapi.encoding import codec
-from kapi.registry.strategy import Allocation, Obj, Strategy
+from kapi.registry.strategy import Obj, Strategy
 
 
 class PriorityClassStrategy(Strategy):
@@ -26,23 +25,6 @@ class PriorityClassStrategy(Strategy):
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return validate_priority_class_update(new, old)
-
-    async def before_create(self, obj: Obj, alloc: Allocation) -> None:
-        """kube's Priority admission plugin: a second ``globalDefault`` class is refused."""
-        if obj.get("globalDefault") is not True:
-            return
-        async with alloc.lock:
-            for value in await alloc.stored_values():
-                try:
-                    stored = codec.decode_value(value)
-                except codec.CorruptObject:
-                    continue
-                if stored.get("globalDefault") is True:
-                    name, other = obj["metadata"]["name"], stored.get("metadata", {}).get("name", "")
-                    raise errors.Forbidden(
-                        f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: PriorityClass {other} is already '
-                        "marked as default. Only one default can exist", name=name, group="scheduling.k8s.io",
-                        kind="priorityclasses")
 
     def check_delete(self, name: str) -> None:
         # kube's priorityclass REST Delete: the system classes stay.
