@@ -4,7 +4,8 @@ v1beta1 (kube 1.34's) and v1alpha1: MutatingAdmissionPolicies and MutatingAdmiss
 as v1beta1 (the two versions have one shape; v1alpha1 is served by converting the apiVersion).
 
 Stored, defaulted and validated as kube's (pkg/registry/admissionregistration); generation moves on
-each change of the webhooks or the spec. kapi does not call the webhooks nor evaluate the policies yet.
+each change of the webhooks or the spec. The admission plugins (kapi.admission) call the webhooks and
+evaluate the policies.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """core/v1 ResourceQuotas: resource names and quantities validated as kube's; status by its subresource.
 
-kapi stores quotas and prints them; it does not enforce them (no quota admission, no usage controller).
+The ResourceQuota admission plugin (kapi.admission) enforces them and charges ``status.used``; the
+ResourceQuota controller (kapi.controllers.resourcequota) keeps ``status.hard`` and ``status.used`` current.
 """
 
 from __future__ import annotations
