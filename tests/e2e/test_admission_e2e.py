@@ -431,6 +431,9 @@ def test_kopf_admission_example(server: Server, kubectl133: Kubectl, namespace: 
         assert body["message"] == f'admission webhook "validate2.spec.field.{MANAGED}" denied the request: I\'m too lazy anyway. Go away!'
 
         # mutate1: objects labelled somelabel=somevalue get spec.injected; kubectl prints authhook's warnings
+        eventually("mutate1 in effect (a dry run)", lambda: (call(
+            server, "POST", f"{objects}?dryRun=All", _kex("kex-labelled", "value", {"somelabel": "somevalue"}))[2]
+            .get("spec", {}).get("injected") == 123), log=log)
         out = kubectl133.run("create", "-f", "-", "-o", "json", namespace=namespace,
                               input=json.dumps(_kex("kex-labelled", "value", {"somelabel": "somevalue"})))
         created = json.loads(out.stdout)
