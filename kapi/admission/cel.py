@@ -188,12 +188,18 @@ def _authz_decls() -> list[Any]:
 # ----------------------------------------------------------------- environments
 
 _env_lock = threading.Lock()
-_envs: dict[tuple[bool, bool], Any] = {}
+_envs: dict[tuple[Any, ...], Any] = {}
 
 
 def _env(params: bool, authorizer: bool) -> Any:
     """One environment per set of declared variables (kube pre-builds one per combination too)."""
-    key = (params, authorizer)
+    return _env_with(params, authorizer, ())
+
+
+def _env_with(params: bool, authorizer: bool, typed: tuple[tuple[str, Any], ...]) -> Any:
+    """The environment, with a policy's composited variables declared one by one (``variables_<name>``,
+    each of its expression's type), as kube types ``variables`` with a field per variable."""
+    key = (params, authorizer, tuple((n, t.name()) for n, t in typed))
     e = _envs.get(key)
     if e is None:
         with _env_lock:
@@ -205,39 +211,13 @@ def _env(params: bool, authorizer: bool) -> Any:
                     names["params"] = T.DYN
                 if authorizer:
                     names["authorizer"] = T.DYN
+                for n, t in typed:
+                    names[_VAR_PREFIX + n] = t
+                if len(_envs) > 1024:
+                    _envs.clear()
                 e = _envs[key] = cel.NewEnv(variables=names,
                                             extensions=[ext_optional.ExtOptional(), ext_bindings.ExtBindings()],
                                             functions=_decls() + _authz_decls())
-    return e
-
-
-_typed_envs: dict[tuple[Any, ...], Any] = {}
-
-
-def _env_with(params: bool, authorizer: bool, typed: tuple[tuple[str, Any], ...]) -> Any:
-    """The environment with a policy's composited variables declared one by one (``variables_<name>``,
-    each of its expression's type), as kube types ``variables`` with a field per variable."""
-    if not typed:
-        return _env(params, authorizer)
-    key = (params, authorizer, tuple((n, t.name()) for n, t in typed))
-    e = _typed_envs.get(key)
-    if e is None:
-        with _env_lock:
-            e = _typed_envs.get(key)
-            if e is None:
-                names = {"object": T.DYN, "oldObject": T.DYN, "request": T.DYN, "namespaceObject": T.DYN,
-                         "variables": T.DYN}
-                if params:
-                    names["params"] = T.DYN
-                if authorizer:
-                    names["authorizer"] = T.DYN
-                for n, t in typed:
-                    names[_VAR_PREFIX + n] = t
-                if len(_typed_envs) > 1024:
-                    _typed_envs.clear()
-                e = _typed_envs[key] = cel.NewEnv(variables=names, extensions=[ext_optional.ExtOptional(),
-                                                                               ext_bindings.ExtBindings()],
-                                                  functions=_decls() + _authz_decls())
     return e
 
 
@@ -402,6 +382,19 @@ class Compiled:
                 return None, pending
             raise EvalError(f"expression '{self.text}' resulted in error: {_eval_message(str(result.value()), act)}")
         return _plain(result.plain_value()), pending
+
+
+async def evaluate_or_error(c: Compiled | CelError, act: Activation, budget: Budget) -> tuple[Any, str | None]:
+    """An expression's (value, None), or (None, kube's compile or evaluation error); OutOfBudget
+    propagates (kube's ForInput error)."""
+    if isinstance(c, CelError):
+        return None, f"compilation error: {c.message}"
+    try:
+        return await c.evaluate_async(act, budget), None
+    except OutOfBudget:
+        raise
+    except EvalError as exc:
+        return None, exc.message
 
 
 def _runtime_cost(text: str, data: dict[str, Any]) -> int:

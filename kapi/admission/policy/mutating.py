@@ -30,7 +30,7 @@ import orjson
 from kapi import errors
 from kapi.admission import cel
 from kapi.admission.cel import RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Activation, Budget, CelError, Compiled, \
-    EvalError, OutOfBudget
+    EvalError, OutOfBudget, evaluate_or_error
 from kapi.object import patch as jsonpatch
 from kapi.object.managedfields.merge import MergeError, atomic_paths, merge, type_errors
 from kapi.object.schema import Schema
@@ -260,7 +260,7 @@ class CompiledPolicy:
         errs: list[str] = []
         try:
             for _name, c in self.match_conditions:
-                value, error = await _evaluate(c, act, budget)
+                value, error = await evaluate_or_error(c, act, budget)
                 if error is not None:
                     errs.append(error)
                 elif value is False:
@@ -358,17 +358,6 @@ def _cel_type(v: Any) -> str:
     if isinstance(v, dict):
         return "map"
     return "null_type"
-
-
-async def _evaluate(c: Compiled | CelError, act: Activation, budget: Budget) -> tuple[Any, str | None]:
-    if isinstance(c, CelError):
-        return None, f"compilation error: {c.message}"
-    try:
-        return await c.evaluate_async(act, budget), None
-    except OutOfBudget:
-        raise
-    except EvalError as exc:
-        return None, exc.message
 
 
 def compile_mutation(m: Obj, *, variables: Any = (), params: bool = True) -> Mutation:

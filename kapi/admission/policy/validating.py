@@ -16,7 +16,7 @@ from typing import Any, Callable
 from kapi.admission import cel
 from kapi.admission.cel import (MAX_EVALUATED_MESSAGE_EXPRESSION_SIZE_BYTES, RUNTIME_CEL_COST_BUDGET,
                                 RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Activation, Budget, CelError, Compiled,
-                                EvalError, OutOfBudget)
+                                OutOfBudget, evaluate_or_error)
 
 Obj = dict[str, Any]
 
@@ -101,7 +101,7 @@ class CompiledPolicy:
         results: list[tuple[Any, str | None]] = []  # (value, error) per validation
         try:
             for v in self.validations:
-                results.append(await _evaluate(v.expression, act, budget))
+                results.append(await evaluate_or_error(v.expression, act, budget))
         except OutOfBudget as exc:
             return ValidateResult([Decision(self._error_action(), EVAL_ERROR, exc.message)])
         decisions: list[Decision] = []
@@ -145,7 +145,7 @@ class CompiledPolicy:
         outcomes: list[Any] = []
         try:
             for _name, c in self.match_conditions:
-                value, error = await _evaluate(c, act, budget)
+                value, error = await evaluate_or_error(c, act, budget)
                 outcomes.append((value, error))
         except OutOfBudget as exc:
             return (exc.message, False) if self.fail else (None, False)
@@ -162,7 +162,7 @@ class CompiledPolicy:
 
     async def _audit(self, key: str, text: str, c: Compiled | CelError, act: Activation,
                      budget: Budget) -> AuditAnnotation:
-        value, error = await _evaluate(c, act, budget)
+        value, error = await evaluate_or_error(c, act, budget)
         if error is not None:
             return AuditAnnotation(key, ERROR if self.fail else EXCLUDE, error=error)
         if value is None:
@@ -190,21 +190,9 @@ def _cel_type(v: Any) -> str:
     return type(v).__name__
 
 
-async def _evaluate(c: Compiled | CelError, act: Activation, budget: Budget) -> tuple[Any, str | None]:
-    """(value, None) or (None, kube's evaluation error); OutOfBudget propagates (kube's ForInput error)."""
-    if isinstance(c, CelError):
-        return None, f"compilation error: {c.message}"
-    try:
-        return await c.evaluate_async(act, budget), None
-    except OutOfBudget:
-        raise
-    except EvalError as exc:
-        return None, exc.message
-
-
 async def _message(c: Compiled | CelError, act: Activation, budget: Budget) -> str:
     """A messageExpression's message, "" when it fails or is unfit (not a string, too long, multi-line)."""
-    value, error = await _evaluate(c, act, budget)
+    value, error = await evaluate_or_error(c, act, budget)
     if error is not None or not isinstance(value, str):
         return ""
     value = value.strip()

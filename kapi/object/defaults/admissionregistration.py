@@ -81,23 +81,7 @@ def default_validating_admission_policy_binding(obj: Obj, old: Obj | None) -> No
 # ------------------------------------------------ MutatingAdmissionPolicy (v1beta1 and v1alpha1)
 
 
-@defaulter
-def default_mutating_admission_policy(obj: Obj, old: Obj | None) -> None:
-    """SetDefaults_MutatingAdmissionPolicySpec: failurePolicy Fail, and the MatchResources defaults."""
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    if spec.get("failurePolicy") is None:
-        spec["failurePolicy"] = "Fail"
-    _match_resources(spec.get("matchConstraints"))
-
-
-@defaulter
-def default_mutating_admission_policy_binding(obj: Obj, old: Obj | None) -> None:
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return
-    _match_resources(spec.get("matchResources"))
-    param_ref = spec.get("paramRef")
-    if isinstance(param_ref, dict) and param_ref.get("parameterNotFoundAction") is None:
-        param_ref["parameterNotFoundAction"] = "Deny"
+# kube's SetDefaults_MutatingAdmissionPolicySpec and ..._BindingSpec are ValidatingAdmissionPolicy's:
+# failurePolicy Fail, the MatchResources defaults, paramRef's parameterNotFoundAction Deny.
+default_mutating_admission_policy = default_validating_admission_policy
+default_mutating_admission_policy_binding = default_validating_admission_policy_binding
