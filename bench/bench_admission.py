@@ -282,7 +282,7 @@ def start_webhook(cert_file: Path, key_file: Path, ca_pem: bytes, work_dir: Path
     return Server(proc, url, ca_file, "unused", log, time.monotonic() - started)
 
 
-# ---------------------------------------------------------------- helpers
+# ---------------------------------------------------------------- requests and waits
 
 
 def check(got: tuple[int, bytes], *expect: int, what: str) -> bytes:

@@ -42,7 +42,7 @@ pytestmark = pytest.mark.e2e
 ADMISSION = "/apis/admissionregistration.k8s.io/v1"
 
 
-# ---------------------------------------------------------------- helpers
+# ---------------------------------------------------------------- requests and waits
 
 
 def call(server: Server, method: str, path: str, body: Any = None,
