@@ -379,6 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
+    if config.log_level != "debug":  # httpx logs every request at INFO: each webhook call, as kube does not
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     from kapi.server.serve import serve
     from kapi.server.supervise import FatalError, one_line
 
