@@ -201,17 +201,24 @@ def stop(server: Server) -> int:
 # ---------------------------------------------------------------- the bare baseline server
 
 
+async def lifespan(receive: Callable[[], Awaitable[dict[str, Any]]],
+                   send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    """An ASGI app's lifespan protocol: start-up and shutdown, each acknowledged."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 async def bare_app(scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]],
                    send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
     """ASGI app: fixed JSON for GET, 201 and a small JSON for POST, ``ok`` for /readyz."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     if scope["type"] != "http":
         return
     # Read the whole body, as a real server must before answering.

@@ -51,7 +51,7 @@ from typing import Any, Awaitable, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (NAME_PLACEHOLDER, REPO, RESULTS, Load, LoadResult, Server, _readyz_ok, _wait,  # noqa: E402
-                     configmap_body, run_load, start_kapi, stop, write_json)
+                     configmap_body, lifespan, run_load, start_kapi, stop, write_json)
 
 sys.path.insert(0, str(REPO))
 from kapi.admission.chain import BUILT, DEFAULT_ON  # noqa: E402
@@ -190,13 +190,8 @@ async def webhook_app(scope: dict[str, Any], receive: Callable[[], Awaitable[dic
                       send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
     """ASGI app: an AdmissionReview answered allowed (refused for names starting ``probe-deny``); ``ok`` for /readyz."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     if scope["type"] != "http":
         return
     chunks, more = [], True
