@@ -270,6 +270,12 @@ def make_bare_list_app(chunks: list[bytes]) -> Callable[..., Awaitable[None]]:
 
 async def _serve_bare(certfile: str, keyfile: str, url_file: str, list_bytes: int = 0) -> None:
     """Serve ``bare_app`` with the HTTP settings kapi uses, until SIGTERM/SIGINT."""
+    await serve_app(make_bare_list_app(big_body(list_bytes)) if list_bytes else bare_app, certfile, keyfile, url_file)
+
+
+async def serve_app(app: Any, certfile: str, keyfile: str, url_file: str) -> None:
+    """Serve an ASGI app over TLS with the HTTP settings kapi uses, until SIGTERM/SIGINT; its URL is
+    written to ``url_file`` once it listens."""
     import trio
     from hypercorn.config import Config as HypercornConfig
     from hypercorn.trio import serve
@@ -291,7 +297,6 @@ async def _serve_bare(certfile: str, keyfile: str, url_file: str, list_bytes: in
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(on_signal)
-        app = make_bare_list_app(big_body(list_bytes)) if list_bytes else bare_app
         binds = await nursery.start(partial(serve, app, conf, shutdown_trigger=stopping.wait))
         tmp = Path(url_file + ".tmp")
         tmp.write_text(binds[0])

@@ -38,7 +38,6 @@ import datetime
 import ipaddress
 import json
 import platform
-import signal
 import statistics
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from typing import Any, Awaitable, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (NAME_PLACEHOLDER, REPO, RESULTS, Load, LoadResult, Server, _readyz_ok, _wait,  # noqa: E402
-                     configmap_body, lifespan, run_load, start_kapi, stop, write_json)
+                     configmap_body, lifespan, run_load, serve_app, start_kapi, stop, write_json)
 
 sys.path.insert(0, str(REPO))
 from kapi.admission.chain import BUILT, DEFAULT_ON  # noqa: E402
@@ -224,30 +223,7 @@ async def webhook_app(scope: dict[str, Any], receive: Callable[[], Awaitable[dic
 
 
 async def _serve_webhook(certfile: str, keyfile: str, url_file: str) -> None:
-    import trio
-    from hypercorn.config import Config as HypercornConfig
-    from hypercorn.trio import serve
-
-    conf = HypercornConfig()
-    conf.bind = ["127.0.0.1:0"]
-    conf.certfile, conf.keyfile = certfile, keyfile
-    conf.alpn_protocols = ["h2", "http/1.1"]
-    conf.keep_alive_max_requests = 1_000_000
-    conf.accesslog = None
-    stopping = trio.Event()
-
-    async def on_signal() -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                stopping.set()
-                return
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(on_signal)
-        binds = await nursery.start(partial(serve, webhook_app, conf, shutdown_trigger=stopping.wait))
-        tmp = Path(url_file + ".tmp")
-        tmp.write_text(binds[0])
-        tmp.rename(url_file)
+    await serve_app(webhook_app, certfile, keyfile, url_file)
 
 
 def webhook_stats(hook: Server) -> dict[str, int]:
