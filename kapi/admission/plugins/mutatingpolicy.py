@@ -29,10 +29,11 @@ from kapi.admission.matching import convert, kind_for, match_resources, versione
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps
 from kapi.admission.policy.generic import (ConfigError, PolicySource, collect_params, is_policy_resource,
                                            param_resource)
-from kapi.admission.policy.mutating import CompiledPolicy, PatchError, compile_policy
+from kapi.admission.policy.mutating import CompiledPolicy, PatchError, compile_policy, expression_errors
 from kapi.object.managedfields.merge import structural_types
 from kapi.object.schema import Schema
 from kapi.object.structural import Structural
+from kapi.object.validation.fields import field_invalid
 from kapi.registry.admit import CONNECT, CREATE, UPDATE
 from kapi.registry.resources import Resource
 
@@ -128,6 +129,18 @@ class MutatingAdmissionPolicy(Plugin):
 
     def changing(self) -> bool:
         return not self.source.idle
+
+    async def validate(self, a: Attributes) -> None:
+        """kube's validation of a policy's CEL on its writes: an expression that does not compile (or
+        returns the wrong type) is refused, 422 with a field error per expression."""
+        if a.plural != "mutatingadmissionpolicies" or a.group != "admissionregistration.k8s.io" or a.subresource \
+                or not isinstance(a.obj, dict):
+            return
+        spec = a.obj.get("spec")
+        problems = expression_errors(spec) if isinstance(spec, dict) else []
+        if problems:
+            raise errors.invalid("MutatingAdmissionPolicy", "admissionregistration.k8s.io", a.name or a.object_name(),
+                                 [field_invalid(path, expr, detail) for path, expr, detail in problems])
 
     async def admit(self, a: Attributes) -> None:
         if is_policy_resource(a):

@@ -34,7 +34,6 @@ from kapi.admission.cel import RUNTIME_CEL_COST_BUDGET_MATCH_CONDITIONS, Activat
 from kapi.object import patch as jsonpatch
 from kapi.object.managedfields.merge import MergeError, atomic_paths, merge, type_errors
 from kapi.object.schema import Schema
-from kapi.object.validation.admissionregistration import mutating_expression_check
 
 Obj = dict[str, Any]
 APPLY_CONFIGURATION, JSON_PATCH = "ApplyConfiguration", "JSONPatch"
@@ -435,8 +434,3 @@ def expression_errors(spec: Obj) -> list[tuple[str, str, str]]:
 def _dicts(value: Any) -> list[Obj]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
-
-# kube compiles a policy's expressions when it is created or updated: the validation of the object
-# layer calls back into this environment once it is loaded.
-if expression_errors not in mutating_expression_check:
-    mutating_expression_check.append(expression_errors)

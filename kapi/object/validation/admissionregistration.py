@@ -7,7 +7,6 @@ their presence and the surrounding rules are checked."""
 from __future__ import annotations
 
 import re
-from typing import Callable
 from urllib.parse import urlsplit
 
 from kapi.errors import Cause
@@ -331,10 +330,6 @@ _CEL_RESERVED = frozenset(("true", "false", "null", "in", "as", "break", "const"
                            "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
                            "void", "while"))
 
-# Compiles a mutating policy's expressions as kube's validation does, when the admission layer has
-# registered its CEL environment: (spec) -> [(field path, expression, error)].
-ExpressionCheck = Callable[[Obj], list[tuple[str, str, str]]]
-mutating_expression_check: list[ExpressionCheck] = []
 
 
 def field_too_many(path: str, actual: int, limit: int) -> Cause:
@@ -461,8 +456,6 @@ def _mutating_policy_spec(spec: Obj) -> list[Cause]:
         errs.append(field_required("spec.reinvocationPolicy"))
     elif reinvocation not in _REINVOCATION:
         errs.append(field_not_supported("spec.reinvocationPolicy", reinvocation, _REINVOCATION))
-    for check in mutating_expression_check:
-        errs += [field_invalid(path, expression, detail) for path, expression, detail in check(spec)]
     return errs
 
 
