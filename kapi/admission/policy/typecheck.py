@@ -17,6 +17,7 @@ their compiler issues.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -90,20 +91,17 @@ _NAMESPACE = {"type": "object", "properties": {
         "conditions": {"type": "array", "items": {"type": "object", "properties": {
             "status": _S, "type": _S, "lastTransitionTime": _S, "message": _S, "reason": _S}}},
         "phase": _S}}}}
-_built: dict[str, Structural] = {}
 _NO_SCHEMA = Schema([])
 
 
+@functools.cache
 def _request_type() -> Structural:
-    if "request" not in _built:
-        _built["request"] = from_props(_REQUEST)
-    return _built["request"]
+    return from_props(_REQUEST)
 
 
+@functools.cache
 def _namespace_type() -> Structural:
-    if "namespace" not in _built:
-        _built["namespace"] = from_props(_NAMESPACE)
-    return _built["namespace"]
+    return from_props(_NAMESPACE)
 
 
 @dataclass(frozen=True, slots=True)
