@@ -697,8 +697,6 @@ def activation(a: Attributes, *, params: Any = None, namespace_obj: dict[str, An
     from kapi.admission.review import admission_request
     req = admission_request(a, "", matched=matched, matched_kind=matched_kind, objects=False)
     req.pop("uid", None)
-    if not req.get("name"):
-        req.pop("name", None)  # omitempty, as kube's JSON-shaped request value has it
     return Activation(object=obj if versioned else a.obj, oldObject=old if versioned else a.old, request=req,
                       params=params, namespaceObject=namespace_object(namespace_obj), authorizer=authorizer,
                       variables=dict(variables or {}))

@@ -33,12 +33,13 @@ def admission_request(a: Attributes, uid: str, *, matched: Resource | None = Non
         "resource": resource,
         "requestKind": request_kind,
         "requestResource": request_resource,
-        "name": a.name,
         "operation": a.operation,
         "userInfo": user_info_object(a.user),
         "dryRun": a.dry_run,
         "options": a.options,
     }
+    if a.name:  # omitempty, as kube's (a generateName create has none yet)
+        out["name"] = a.name
     if a.subresource:
         out["subResource"] = a.subresource
         out["requestSubResource"] = a.subresource
