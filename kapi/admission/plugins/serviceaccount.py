@@ -17,12 +17,13 @@ pods (and their ephemeral containers, added later) may use to those it lists.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Final, Iterator
+from typing import Any, Callable, Final
 
 import trio
 
 from kapi.admission.plugin import Attributes, Plugin, PluginDeps, forbidden
 from kapi.errors import CorruptObject
+from kapi.object.nodes import MIRROR_POD_ANNOTATION, pod_secret_names
 from kapi.registry.admit import CREATE, UPDATE
 
 Obj = dict[str, Any]
@@ -31,7 +32,6 @@ DEFAULT_SERVICE_ACCOUNT_NAME: Final = "default"
 ENFORCE_MOUNTABLE_SECRETS_ANNOTATION: Final = "kubernetes.io/enforce-mountable-secrets"
 DEFAULT_API_TOKEN_MOUNT_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 SERVICE_ACCOUNT_VOLUME_NAME: Final = "kube-api-access"
-MIRROR_POD_ANNOTATION: Final = "kubernetes.io/config.mirror"
 # serviceaccount.WarnOnlyBoundTokenExpirationSeconds: an hour and 7 seconds, so that kube-apiserver can
 # tell the tokens it extends (--service-account-extend-token-expiration) from those asked for
 WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS: Final = 3607
@@ -65,44 +65,6 @@ def _dicts(value: object) -> list[Obj]:
 
 def _d(value: object) -> Obj:
     return value if isinstance(value, dict) else {}
-
-
-_CONTAINER_KEYS: Final = ("initContainers", "containers", "ephemeralContainers")
-# Volume sources naming a secret (podutil.VisitPodSecretNames): key → the field holding the reference
-_SECRET_REF_SOURCES: Final = (("cephfs", "secretRef"), ("cinder", "secretRef"), ("flexVolume", "secretRef"),
-                              ("rbd", "secretRef"), ("scaleIO", "secretRef"), ("iscsi", "secretRef"),
-                              ("storageos", "secretRef"), ("csi", "nodePublishSecretRef"))
-
-
-def pod_secret_names(spec: Obj) -> Iterator[str]:
-    """Every secret a pod spec references (kube's ``VisitPodSecretNames`` over all containers)."""
-    for ref in _dicts(spec.get("imagePullSecrets")):
-        if ref.get("name"):
-            yield str(ref["name"])
-    for key in _CONTAINER_KEYS:
-        for ctr in _dicts(spec.get(key)):
-            for env_from in _dicts(ctr.get("envFrom")):
-                name = _d(env_from.get("secretRef")).get("name")
-                if name:
-                    yield str(name)
-            for env in _dicts(ctr.get("env")):
-                name = _d(_d(env.get("valueFrom")).get("secretKeyRef")).get("name")
-                if name:
-                    yield str(name)
-    for vol in _dicts(spec.get("volumes")):
-        if isinstance(vol.get("secret"), dict) and vol["secret"].get("secretName"):
-            yield str(vol["secret"]["secretName"])
-        for source in _dicts(_d(vol.get("projected")).get("sources")):
-            name = _d(source.get("secret")).get("name")
-            if name:
-                yield str(name)
-        azure = _d(vol.get("azureFile"))
-        if azure.get("secretName"):
-            yield str(azure["secretName"])
-        for key, field in _SECRET_REF_SOURCES:
-            name = _d(_d(vol.get(key)).get(field)).get("name")
-            if name:
-                yield str(name)
 
 
 def _is_mirror(pod: Obj) -> bool:
@@ -244,7 +206,7 @@ class ServiceAccount(Plugin):
         if _is_mirror(pod):
             if spec.get("serviceAccountName"):
                 raise forbidden(a, "a mirror pod may not reference service accounts")
-            if next(pod_secret_names(spec), None) is not None:
+            if pod_secret_names(spec):
                 raise forbidden(a, "a mirror pod may not reference secrets")
             for vol in _dicts(spec.get("volumes")):
                 if any("serviceAccountToken" in s for s in _dicts(_d(vol.get("projected")).get("sources"))):
@@ -311,5 +273,5 @@ def limit_secret_references(sa: Obj, spec: Obj) -> str:
     return ""
 
 
-__all__ = ["DEFAULT_API_TOKEN_MOUNT_PATH", "ServiceAccount", "limit_secret_references", "pod_secret_names",
-           "should_automount", "token_volume_source"]
+__all__ = ["DEFAULT_API_TOKEN_MOUNT_PATH", "ServiceAccount", "limit_secret_references", "should_automount",
+           "token_volume_source"]
