@@ -278,31 +278,20 @@ def _check_number(v: _V, data: int | float, kind: str, path: str, out: list[_E])
             e = _multiple_of_float(path, float(data), float(f))
             if e:
                 res_mult.append(e)
-    res_min: list[_E] = []
-    if v.minimum is not None:
-        msg = _range_error(v.minimum, nt, nf, "Minimum boundary", path) if nt else ""
-        if not msg:
-            e = _bound(path, data, int(v.minimum), v.exclusive_minimum, False) if kind == "int" else \
-                _bound(path, float(data), float(v.minimum), v.exclusive_minimum, False)
-        else:
-            res_min.append(_E(_PLAIN, path, None, msg))
-            e = _bound(path, float(data), float(v.minimum), v.exclusive_minimum, False)
-        if e:
-            res_min.append(e)
-    res_max: list[_E] = []
-    if v.maximum is not None:
-        msg = _range_error(v.maximum, nt, nf, "Maximum boundary", path) if nt else ""
-        if not msg:
-            e = _bound(path, data, int(v.maximum), v.exclusive_maximum, True) if kind == "int" else \
-                _bound(path, float(data), float(v.maximum), v.exclusive_maximum, True)
-        else:
-            res_max.append(_E(_PLAIN, path, None, msg))
-            e = _bound(path, float(data), float(v.maximum), v.exclusive_maximum, True)
-        if e:
-            res_max.append(e)
     out.extend(res_mult)
-    out.extend(res_min)
-    out.extend(res_max)
+    for bound, exclusive, is_max, label in ((v.minimum, v.exclusive_minimum, False, "Minimum boundary"),
+                                            (v.maximum, v.exclusive_maximum, True, "Maximum boundary")):
+        if bound is None:
+            continue
+        msg = _range_error(bound, nt, nf, label, path) if nt else ""
+        if not msg:
+            e = _bound(path, data, int(bound), exclusive, is_max) if kind == "int" else \
+                _bound(path, float(data), float(bound), exclusive, is_max)
+        else:
+            out.append(_E(_PLAIN, path, None, msg))
+            e = _bound(path, float(data), float(bound), exclusive, is_max)
+        if e:
+            out.append(e)
 
 
 def _deep_equal(a: Any, b: Any) -> bool:
