@@ -57,6 +57,8 @@ class AdmissionPolicyStatusController:
                 log.warning("validatingadmissionpolicy %s status: %s", name, err.message)
                 await trio.sleep(0.5)
                 self._queue.add(name)
+            except Exception:  # one odd stored policy must not stop the others' status
+                log.exception("validatingadmissionpolicy %s status: type checking failed", name)
 
     async def sync(self, name: str) -> bool:
         """Check one policy and write its status if its generation is not observed yet; whether it wrote."""

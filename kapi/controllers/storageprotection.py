@@ -152,6 +152,8 @@ class StorageProtectionController:
                 log.warning("storage protection of %s: %s", key, err.message)
                 await trio.sleep(0.5)
                 self._queue.add(key)
+            except Exception:  # one odd stored object must not stop the protection of the others
+                log.exception("storage protection of %s failed", key)
 
     async def sync_claim(self, namespace: str, name: str) -> bool:
         """Release one claim if it may go; whether the finalizer was removed."""
