@@ -132,29 +132,11 @@ def object_matches(selector: Obj | None, a: Attributes, parsed: LabelSelector | 
     return any(obj is not None and sel.matches(_labels(obj)) for obj in (a.obj, a.old))
 
 
-def storage_identity(res: Resource) -> tuple[str, str]:
-    """What makes two served resources the same objects: the storage that holds them (kube keys
-    its equivalent resource registry by the storage prefix)."""
-    if res.storage_of != ("", ""):
-        return res.storage_of
-    return (res.group, res.prefix)
-
-
 def equivalents(a: Attributes, table: ResourceTable) -> list[Resource]:
     """kube's ``EquivalentResourcesFor(resource, subresource)``: every served resource holding the same
     objects (the request's own first), that serves the request's subresource."""
-    own = a.resource
-    ident = storage_identity(own)
-    out = [own]
-    for r in table.resources:
-        if r is own or (r.group, r.version, r.resource) == (own.group, own.version, own.resource):
-            continue
-        if storage_identity(r) != ident:
-            continue
-        if a.subresource and a.subresource not in r.subresources:
-            continue
-        out.append(r)
-    return out
+    return [a.resource, *(r for r in table.sharing_storage(a.resource)
+                          if not a.subresource or a.subresource in r.subresources)]
 
 
 def kind_for(res: Resource, a: Attributes) -> tuple[str, str, str]:

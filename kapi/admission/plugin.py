@@ -152,7 +152,7 @@ class Objects:
 
     def resource(self, group: str, resource: str) -> Resource | None:
         """The served resource (its preferred version) of ``group``/``resource``."""
-        return next((r for r in self.registry.table.resources if r.group == group and r.resource == resource), None)
+        return self.registry.resource_of(group, resource)
 
     async def get(self, group: str, resource: str, namespace: str, name: str, *, live: bool = True) -> Obj | None:
         """One object, None when absent. ``live``: one the informer does not hold is read from storage

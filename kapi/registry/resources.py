@@ -76,6 +76,14 @@ class Resource:
         return "status" in self.subresources
 
     @property
+    def storage_identity(self) -> tuple[str, str]:
+        """What makes two served resources the same objects: the storage that holds them (kube keys its
+        equivalent resource registry by the storage prefix)."""
+        if self.storage_of != ("", ""):
+            return self.storage_of
+        return (self.group, self.prefix)
+
+    @property
     def qualified(self) -> str:
         """``deployments.apps`` (``pods`` for the core group), as in messages."""
         return f"{self.resource}.{self.group}" if self.group else self.resource
@@ -101,7 +109,7 @@ class ResourceTable:
     server's set of watch caches) follows ``generation`` or subscribes to the changes.
     """
 
-    __slots__ = ("_by_gvr", "_listeners", "_snapshot", "generation")
+    __slots__ = ("_by_gvr", "_listeners", "_snapshot", "_sharing", "generation")
 
     def __init__(self, resources: Iterable[Resource]) -> None:
         self._by_gvr: dict[tuple[str, str, str], Resource] = {}
@@ -110,6 +118,8 @@ class ResourceTable:
         self._snapshot: tuple[Resource, ...] = tuple(self._by_gvr.values())
         self._listeners: list[TableListener] = []
         self.generation = 0  # moves on every add and remove
+        # storage identity -> the resources holding those objects (see sharing_storage); rebuilt on change
+        self._sharing: dict[tuple[str, str], tuple[Resource, ...]] | None = None
 
     @property
     def resources(self) -> tuple[Resource, ...]:
@@ -136,8 +146,21 @@ class ResourceTable:
         self._changed("removed", res)
         return res
 
+    def sharing_storage(self, res: Resource) -> tuple[Resource, ...]:
+        """The other served resources holding the same objects as ``res`` (another version of them, a
+        resource stored with another's), in table order (admission's matchPolicy Equivalent)."""
+        if self._sharing is None:
+            sharing: dict[tuple[str, str], list[Resource]] = {}
+            for r in self._snapshot:
+                sharing.setdefault(r.storage_identity, []).append(r)
+            self._sharing = {k: tuple(v) for k, v in sharing.items()}
+        own = (res.group, res.version, res.resource)
+        return tuple(r for r in self._sharing.get(res.storage_identity, ())
+                     if (r.group, r.version, r.resource) != own)
+
     def _changed(self, change: str, res: Resource) -> None:
         self._snapshot = tuple(self._by_gvr.values())
+        self._sharing = None
         self.generation += 1
         for listener in list(self._listeners):
             listener(change, res)

@@ -621,8 +621,9 @@ class Registry:
 
     # ------------------- what APF's work estimates read (kapi.chain.flowcontrol.estimate.ObjectStats)
 
-    def _resource_of(self, group: str, resource: str) -> Resource | None:
-        """A served resource by group and plural (any version: they share storage)."""
+    def resource_of(self, group: str, resource: str) -> Resource | None:
+        """A served resource by group and plural: its first version in the table (the preferred one; they
+        share storage)."""
         generation, index = self._by_group_resource
         if generation != self.table.generation:
             index = {}
@@ -654,7 +655,7 @@ class Registry:
         those of the whole resource, of the namespace and of that object (``name`` "" for a create),
         on its watch cache and on storage.
         """
-        res = self._resource_of(group, resource)
+        res = self.resource_of(group, resource)
         if res is None:
             return 0
         prefixes = [self.prefix(res, "")]

@@ -56,7 +56,7 @@ def types_to_check(policy: Obj, table: ResourceTable) -> list[tuple[str, str, st
         for g in sorted(groups):
             for v in sorted(versions):
                 for r in sorted(resources):
-                    res = next((x for x in table.resources if (x.group, x.version, x.resource) == (g, v, r)), None)
+                    res = table.get(g, v, r)
                     if res is None:
                         continue
                     found.add((res.group, res.version, res.kind))
