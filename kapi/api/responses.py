@@ -87,10 +87,33 @@ def text_response(text: str, status: int = 200) -> Response:
     return Response(status, text.encode(), "text/plain; charset=utf-8")
 
 
+# kube's warning recorder (endpoints/filters/warning.go): past this many runes of warnings in all, each
+# is cut to TRUNCATE_ITEM_RUNES, and once that total is reached again the rest are dropped.
+TRUNCATE_AT_TOTAL_RUNES = 4 * 1024
+TRUNCATE_ITEM_RUNES = 256
+
+
 def warning_headers(warnings: list[str]) -> list[tuple[str, str]]:
-    """``Warning: 299 - "<text>"`` headers (RFC 7234 warn-code 299, agent "-"), the text quoted as Go's."""
-    out = []
-    for w in warnings:
-        quoted = w.replace("\\", "\\\\").replace('"', '\\"')
-        out.append(("Warning", f'299 - "{quoted}"'))
-    return out
+    """``Warning: 299 - "<text>"`` headers (RFC 7234 warn-code 299, agent "-"), the text quoted as Go's;
+    as kube's recorder: empty and repeated warnings dropped, the whole bounded (see above)."""
+    ordered: list[str] = []
+    out: list[str] = []
+    written, truncating = 0, False
+    seen: set[str] = set()
+    for text in warnings:
+        if written >= TRUNCATE_AT_TOTAL_RUNES and truncating:
+            break
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        ordered.append(text)
+        if truncating:
+            text = text[:TRUNCATE_ITEM_RUNES]
+        if written + len(text) <= TRUNCATE_AT_TOTAL_RUNES or truncating:
+            written += len(text)
+            out.append(text)
+            continue
+        truncating = True  # replay what was recorded, each warning cut short
+        out = [w[:TRUNCATE_ITEM_RUNES] for w in ordered]
+        written = sum(len(w) for w in out)
+    return [("Warning", '299 - "' + w.replace("\\", "\\\\").replace('"', '\\"') + '"') for w in out]
