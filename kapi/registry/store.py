@@ -28,7 +28,7 @@ from kapi.object.managedfields.update import reset_fields_for, update_managed_fi
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from kapi.object.validation import validate_object_meta, validate_update_meta
-from kapi.registry import deletion, listing, scale, watching
+from kapi.registry import applying, deletion, listing, scale, watching
 from kapi.registry.deletion import DeleteOptions, DeleteResult
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.object.access import UserInfo
@@ -61,6 +61,9 @@ class WriteOptions:
     # The request's admission (kapi.admission, bound to its user): mutating before the write's
     # validation, validating after it, on each try of an update. None: no admission (the server's own writes).
     admission: Admission | None = None
+    # A server-side apply: the managedFields were made by the apply (kapi.registry.applying), so the
+    # write records no Update entry of its own.
+    apply: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,7 +390,7 @@ class Registry:
 
     def _track_fields(self, res: Resource, old: Obj | None, new: Obj, opts: WriteOptions, subresource: str) -> None:
         """Record the write in ``metadata.managedFields`` (an Update by the request's field manager)."""
-        if not opts.field_manager:
+        if not opts.field_manager or opts.apply:
             return
         entries = update_managed_fields(
             self.schema, (res.group, res.version, res.kind), old, new, manager=opts.field_manager,
@@ -579,6 +582,13 @@ class Registry:
         if causes:
             raise errors.invalid(res.kind, res.group, old_md["name"], causes)
         return new
+
+    # ------------------------------------------------- apply (applying.py)
+
+    async def apply(self, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions, *,
+                    force: bool, subresource: str = "") -> tuple[Obj, bool]:
+        """Server-side apply of ``config``; returns (object, created)."""
+        return await applying.apply(self, res, namespace, name, config, opts, force=force, subresource=subresource)
 
     # -------------------------------------------------------- scale (scale.py)
 
