@@ -205,8 +205,8 @@ def prepare(server: Server) -> None:
     wait_for(f"the default ServiceAccount of {NS}", lambda: call(
         server, "GET", f"/api/v1/namespaces/{NS}/serviceaccounts/default")[0] == 200)
     for name in (APPLIED, PATCHED):
-        status, text = call(server, "PATCH", apply_path(DEPLOYMENTS, name), dumps(deployment_manifest(name, IMAGE + "0")),
-                            APPLY)
+        manifest = dumps(deployment_manifest(name, IMAGE + "0"))
+        status, text = call(server, "PATCH", apply_path(DEPLOYMENTS, name), manifest, APPLY)
         if status != 201:
             raise ApplyUnavailable(f"an apply creating Deployment {name}: {status} {text[:300]!r}")
         check(call(server, "PATCH", f"{DEPLOYMENTS}/{name}?fieldManager={CONTROLLER}", dumps(CONTROLLER_UPDATE),
@@ -217,8 +217,9 @@ def prepare(server: Server) -> None:
 
 def prepare_without_apply(server: Server) -> None:
     """Only the SMP side, for a server that does not apply yet: the patched Deployment, made by create."""
-    check(call(server, "POST", f"{DEPLOYMENTS}?fieldManager={APPLIER}", dumps(deployment_manifest(PATCHED, IMAGE + "0"))),
-          201, 409, what=f"creating Deployment {PATCHED}")
+    manifest = dumps(deployment_manifest(PATCHED, IMAGE + "0"))
+    check(call(server, "POST", f"{DEPLOYMENTS}?fieldManager={APPLIER}", manifest), 201, 409,
+          what=f"creating Deployment {PATCHED}")
     check(call(server, "PATCH", f"{DEPLOYMENTS}/{PATCHED}?fieldManager={CONTROLLER}", dumps(CONTROLLER_UPDATE), MERGE),
           200, what="the controller's update")
     check(call(server, "PATCH", f"{DEPLOYMENTS}/{PATCHED}/status?fieldManager={CONTROLLER}", dumps(CONTROLLER_STATUS),
@@ -474,7 +475,8 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=None, help="seconds per point (default 3, 0.5 with --quick)")
-    parser.add_argument("--repeat", type=int, default=None, help="rounds, sides taking turns (default 3, 1 with --quick)")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help="rounds, the sides taking turns (default 3, 1 with --quick)")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES),
                         help="which servers: compiled twins, pure twins (default both)")
     parser.add_argument("--quick", action="store_true", help="short points: a check that everything runs")
