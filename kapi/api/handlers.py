@@ -48,6 +48,7 @@ NamedCreate = Callable[[str, str, Obj, list[str], Callable[[str, str], None]], A
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 _NO_SMP = ("the body of the request was in an unknown format - accepted media types include: "
            "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+_APPLY = "application/apply-patch+yaml"
 LIST_CHUNK_BYTES = 1 << 20  # a list body is sent in chunks of about a megabyte
 
 
@@ -353,6 +354,13 @@ class Handlers:
 
     async def patch(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
+        media = ctx.header("content-type").split(";", 1)[0].strip().lower()
+        force = ctx.query.get("force")
+        if media == _APPLY:
+            return await self._apply(ctx, res, force)
+        if force is not None:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
+                "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch", "force")])
         opts = self._write_options(ctx)
         out = self._out(ctx, res)
         if not res.strategy.strategic_merge_patch and ctx.header("content-type").split(";", 1)[0].strip().lower() \
@@ -408,6 +416,27 @@ class Handlers:
         result = await self.registry.guaranteed_update(res, info.namespace, info.name, mutate, opts,
                                                        info.subresource)
         return self._respond(result, out)
+
+    async def _apply(self, ctx: RequestContext, res: Resource, force: str | None) -> Response:
+        """Server-side apply: the body is the manager's whole intent, merged by the registry."""
+        info = ctx.info
+        if not ctx.query.get("fieldManager"):
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
+                "FieldValueRequired", "Required value: is required for apply patch", "fieldManager")])
+        opts = self._write_options(ctx)
+        out = self._out(ctx, res)
+        forced = _parse_bool("force", force) if force is not None else False
+        if info.subresource not in ("", "status"):
+            raise errors.MethodNotAllowed(f"server-side apply is not served for the {info.subresource} subresource")
+        try:
+            config = typed.load_yaml(ctx.body) if ctx.body.strip() else None
+        except errors.BadRequest as exc:
+            raise errors.BadRequest(f"error decoding YAML: {exc.message}") from None
+        if not isinstance(config, dict):
+            raise errors.BadRequest("error decoding YAML: the apply configuration must be an object")
+        result, created = await self.registry.apply(res, info.namespace, info.name, config, opts, force=forced,
+                                                    subresource=info.subresource)
+        return self._respond(result, out, status=201 if created else 200)
 
     # ------------------------------------------------------------- delete
 

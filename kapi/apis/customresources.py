@@ -22,6 +22,8 @@ from kapi.object.cel import CompiledRules, compile_rules
 from kapi.object.jsonpath import Path, compile_path
 from kapi.object.selectors import META_FIELDS, FieldLabels, format_label_selector
 from kapi.object.structural import Structural, coerce, default, from_props, prune, validate, validate_update
+from kapi.object.managedfields.merge import structural_types
+from kapi.object.schema import Schema
 from kapi.object.validation import field_invalid
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Obj, Strategy
@@ -165,6 +167,7 @@ class CustomResourceStrategy(Strategy):
         # A conversion webhook is I/O: the registry awaits convert_from_storage / convert_to_storage
         self.converts_async = bool(conversion is not None and storage_version and storage_version != version
                                    and conversion.needs_async)
+        self._managed_schema: tuple[Schema, Schema] | None = None  # see managed_fields_schema
 
     # ------------------------------------------------------------ schema
 
@@ -244,6 +247,16 @@ class CustomResourceStrategy(Strategy):
         """kube's CR strategy: anything but metadata changed (status too, without a status subresource)."""
         strip = ("metadata", "status") if self.has_status else ("metadata",)
         return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
+
+    def managed_fields_schema(self, base: Schema) -> Schema:
+        """The built-in schema with this version's structural schema as types (made once per base)."""
+        if self.schema is None:
+            return base
+        cached = self._managed_schema
+        if cached is None or cached[0] is not base:
+            cached = self._managed_schema = (base, base.extended(
+                structural_types(self.group, self.version, self.kind, self.schema)))
+        return cached[1]
 
     # ------------------------------------------------------------- scale
 

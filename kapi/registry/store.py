@@ -393,7 +393,7 @@ class Registry:
         if not opts.field_manager or opts.apply:
             return
         entries = update_managed_fields(
-            self.schema, (res.group, res.version, res.kind), old, new, manager=opts.field_manager,
+            res.strategy.managed_fields_schema(self.schema), (res.group, res.version, res.kind), old, new, manager=opts.field_manager,
             subresource=subresource, api_version=res.group_version, now=meta.now_rfc3339(),
             reset_fields=reset_fields_for(has_status=res.has_status, subresource=subresource))
         if entries:

@@ -22,6 +22,7 @@ from kapi.object.selectors import FieldLabels, format_label_selector, meta_field
 from kapi.object.validation import RULE_DNS1123_SUBDOMAIN
 
 if TYPE_CHECKING:
+    from kapi.object.schema import Schema
     from kapi.registry.deletion import DeleteOptions
     from kapi.registry.resources import Resource
     from kapi.registry.store import WriteOptions
@@ -201,6 +202,11 @@ class Strategy:
         Only resources marked ``virtual`` are answered this way; they are never stored.
         """
         raise NotImplementedError(f"{type(self).__name__} answers no create: its resource is stored")
+
+    def managed_fields_schema(self, base: Schema) -> Schema:
+        """The schema managedFields and server-side apply type the kind's objects with (list types, map
+        keys, atomic maps): the built-in one, or a custom resource's from its CRD."""
+        return base
 
     # ------------------------------------------------------------------ scale
 

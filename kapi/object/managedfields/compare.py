@@ -12,8 +12,8 @@ from dataclasses import field as dataclass_field
 from typing import Any
 
 from kapi.object.managedfields.fieldpath import FieldSet, Path, PathElement
-from kapi.object.managedfields.shape import (MISSING, Shape, as_gvk, children, deduce, has_zero_fields,
-                                             list_items, resolve, root_shape)
+from kapi.object.managedfields.shape import (MISSING, Shape, as_gvk, child_shape, children, deduce,
+                                             has_zero_fields, list_items, resolve, root_shape)
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["Comparison", "compare", "field_set_of"]
@@ -132,11 +132,37 @@ def compare(schema: Schema, gvk: GVK | tuple[str, str, str], old: Mapping[str, A
     return Comparison(FieldSet(diff.added), FieldSet(diff.modified), FieldSet(diff.removed))
 
 
-def field_set_of(schema: Schema, gvk: GVK | tuple[str, str, str], obj: Mapping[str, Any]) -> FieldSet:
-    """Every leaf and item an object sets (structured-merge-diff's ``ToFieldSet``)."""
+def field_set_of(schema: Schema, gvk: GVK | tuple[str, str, str], obj: Mapping[str, Any], *,
+                 go_typed: bool = True) -> FieldSet:
+    """Every leaf and item an object sets (structured-merge-diff's ``ToFieldSet``).
+
+    ``go_typed``: the object is seen as Go's decoder would hold it (omitempty, zero value structs);
+    False reads it as sent (an applied configuration, which kube keeps unstructured).
+    """
     out: set[Path] = set()
-    _to_set(schema, root_shape(schema, as_gvk(gvk)), dict(obj), (), out)
+    if go_typed:
+        _to_set(schema, root_shape(schema, as_gvk(gvk)), dict(obj), (), out)
+    else:
+        _raw_set(schema, root_shape(schema, as_gvk(gvk)), obj, (), out)
     return FieldSet(out)
+
+
+def _raw_set(schema: Schema, shape: Shape, value: Any, path: Path, out: set[Path]) -> None:
+    kind = shape.kind
+    if kind == "deduced":
+        kind = "dmap" if isinstance(value, dict) and value else "scalar"
+    if kind == "list" and isinstance(value, list) and value:
+        item_shape = resolve(schema, shape.elem)
+        for pe, item in list_items(shape, value).items():
+            out.add(path + (pe,))
+            _raw_set(schema, item_shape, item, path + (pe,), out)
+        return
+    if kind in ("struct", "map", "cr_root", "dmap") and isinstance(value, dict) and value:
+        for key, v in value.items():
+            _raw_set(schema, child_shape(schema, shape, key), v, path + (PathElement.of_field(key),), out)
+        return
+    if path:
+        out.add(path)
 
 
 def _to_set(schema: Schema, shape: Shape, value: Any, path: Path, out: set[Path]) -> None:

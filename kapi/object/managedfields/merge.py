@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from kapi.object.managedfields.shape import Shape, as_gvk, resolve, root_shape
+from kapi.object.managedfields.shape import KEY_DEFAULTS, Shape, as_gvk, child_shape, resolve, root_shape
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["MergeError", "atomic_paths", "merge", "structural_types", "type_errors"]
@@ -70,7 +70,7 @@ def _types(schema: Schema, shape: Shape, value: Any, path: str, out: list[str]) 
                     and not shape.type.preserve_unknown and key not in ("apiVersion", "kind"):
                 out.append(f"{path}.{key}: field not declared in schema")
                 continue
-            _types(schema, _child_shape(schema, shape, key), child, f"{path}.{key}", out)
+            _types(schema, child_shape(schema, shape, key), child, f"{path}.{key}", out)
     elif shape.kind == "list":
         if not isinstance(value, list):
             out.append(f"{path}: expected list, got {_kind(value)}")
@@ -93,18 +93,6 @@ def _kind(value: Any) -> str:
 # ------------------------------------------------------------------ walking
 
 
-def _child_shape(schema: Schema, shape: Shape, name: str) -> Shape:
-    if shape.kind == "struct" and shape.type is not None:
-        f = shape.type.field(name)
-        return resolve(schema, f) if f is not None else _DEDUCED
-    if shape.kind == "map":
-        return resolve(schema, shape.elem)
-    if shape.kind == "cr_root" and name == "metadata":
-        meta = schema.get(_OBJECT_META)
-        return Shape("struct", type=meta) if meta is not None else _DEDUCED
-    return _DEDUCED
-
-
 def _merge(schema: Schema, shape: Shape, lhs: Any, rhs: Any, path: str) -> Any:
     if rhs is None:
         return copy.deepcopy(lhs) if lhs is not None and shape.kind in ("struct", "map", "list", "cr_root") \
@@ -115,9 +103,9 @@ def _merge(schema: Schema, shape: Shape, lhs: Any, rhs: Any, path: str) -> Any:
         out = {k: copy.deepcopy(v) for k, v in lhs.items()}
         for key, value in rhs.items():
             if key in lhs:
-                out[key] = _merge(schema, _child_shape(schema, shape, key), lhs[key], value, f"{path}.{key}")
+                out[key] = _merge(schema, child_shape(schema, shape, key), lhs[key], value, f"{path}.{key}")
             else:
-                out[key] = _merge(schema, _child_shape(schema, shape, key), None, value, f"{path}.{key}")
+                out[key] = _merge(schema, child_shape(schema, shape, key), None, value, f"{path}.{key}")
         return out
     if shape.kind == "list" and isinstance(rhs, list):
         return _merge_list(schema, shape, lhs if isinstance(lhs, list) else [], rhs, path)
@@ -130,11 +118,12 @@ def _key(shape: Shape, item: Any, path: str) -> Any:
     if shape.keys:
         if not isinstance(item, dict):
             raise MergeError(f"{path}: expected a map item in an associative list, got {_show(item)}")
-        missing = [k for k in shape.keys if k not in item]
+        missing = [k for k in shape.keys if k not in item and k not in KEY_DEFAULTS]
         if missing:
             raise MergeError(f"{path}: associative list with keys has an element that omits key field "
                              f"{missing[0]!r} (and doesn't have default value)")
-        return tuple((k, orjson.dumps(item[k], option=orjson.OPT_SORT_KEYS)) for k in shape.keys)
+        return tuple((k, orjson.dumps(item.get(k, KEY_DEFAULTS.get(k)), option=orjson.OPT_SORT_KEYS))
+                     for k in shape.keys)
     return orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
 
 
@@ -211,7 +200,7 @@ def _atomics(schema: Schema, shape: Shape, value: Any, path: str, out: list[str]
         for key, child in value.items():
             if shape.kind == "atomic":
                 continue
-            _atomics(schema, _child_shape(schema, shape, key), child, f"{path}.{key}", out)
+            _atomics(schema, child_shape(schema, shape, key), child, f"{path}.{key}", out)
     elif isinstance(value, list) and shape.kind in ("list", "atomic"):
         if shape.kind == "list":
             elem = resolve(schema, shape.elem)

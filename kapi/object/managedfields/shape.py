@@ -15,7 +15,7 @@ from typing import Any
 from kapi.object.managedfields.fieldpath import PathElement
 from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
 
-__all__ = ["MISSING", "Shape", "as_gvk", "children", "deduce", "has_zero_fields", "list_items", "resolve",
+__all__ = ["KEY_DEFAULTS", "MISSING", "Shape", "as_gvk", "child_shape", "children", "deduce", "has_zero_fields", "item_element", "item_keys", "list_items", "resolve",
            "root_shape"]
 
 
@@ -96,6 +96,19 @@ def resolve(schema: Schema, f: FieldDef | None) -> Shape:
             return _ATOMIC
         return Shape("map", elem=f.values) if f.values is not None else _DEDUCED
     return _DEDUCED if f.type == "any" else _SCALAR
+
+
+def child_shape(schema: Schema, shape: Shape, name: str) -> Shape:
+    """The shape of a struct's field or a map's value named ``name`` (free-form when unknown)."""
+    if shape.kind == "struct" and shape.type is not None:
+        f = shape.type.field(name)
+        return resolve(schema, f) if f is not None else _DEDUCED
+    if shape.kind == "map":
+        return resolve(schema, shape.elem)
+    if shape.kind == "cr_root" and name == "metadata":
+        meta = schema.get(_OBJECT_META)
+        return Shape("struct", type=meta) if meta is not None else _DEDUCED
+    return _DEDUCED
 
 
 def _zero_present(t: TypeDef, f: FieldDef) -> bool:
@@ -179,12 +192,31 @@ def children(schema: Schema, shape: Shape, lmap: dict[str, Any] | None,
         yield (name, child, (lmap or {}).get(name, MISSING), (rmap or {}).get(name, MISSING))
 
 
-def _item_element(shape: Shape, item: Any) -> PathElement | None:
+# Key fields with a schema default, which an item without them takes (structured-merge-diff's
+# default keys): kube's OpenAPI defaults the protocol of ports (containers, services, endpoints) to TCP.
+KEY_DEFAULTS = {"protocol": "TCP"}
+
+
+def item_keys(shape: Shape, item: Any) -> dict[str, Any] | None:
+    """A list-map item's key fields, defaulted keys filled; None when it lacks one."""
+    if not isinstance(item, dict):
+        return None
+    keys = {}
+    for k in shape.keys:
+        if k in item:
+            keys[k] = item[k]
+        elif k in KEY_DEFAULTS:
+            keys[k] = KEY_DEFAULTS[k]
+        else:
+            return None
+    return keys
+
+
+def item_element(shape: Shape, item: Any) -> PathElement | None:
     """The path element of a list item, or None when the item cannot be named."""
     if shape.keys:
-        if not isinstance(item, dict) or any(k not in item for k in shape.keys):
-            return None
-        return PathElement.of_key({k: item[k] for k in shape.keys})
+        keys = item_keys(shape, item)
+        return None if keys is None else PathElement.of_key(keys)
     if item is None or isinstance(item, (dict, list)):
         return None
     return PathElement.of_value(item)
@@ -194,7 +226,7 @@ def list_items(shape: Shape, items: list[Any] | None) -> dict[PathElement, Any]:
     """A keyed list or set by the path element of each nameable item."""
     out: dict[PathElement, Any] = {}
     for item in items or ():
-        pe = _item_element(shape, item)
+        pe = item_element(shape, item)
         if pe is not None:
             out.setdefault(pe, item)  # a repeated key keeps its first item
     return out

@@ -17,7 +17,8 @@ from kapi.object.managedfields.fieldpath import FieldSet, make_path
 from kapi.object.managedfields.shape import as_gvk
 from kapi.object.schema import GVK, Schema
 
-__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "reset_fields_for", "update_managed_fields"]
+__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "reset_fields_for",
+           "update_managed_fields"]
 
 MAX_UPDATE_MANAGERS = 10
 ANCIENT_CHANGES_MANAGER = "ancient-changes"
@@ -54,7 +55,7 @@ def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # Paths no manager ever owns (stripMetaManager); only these exact paths, not their children.
-_STRIPPED = FieldSet(make_path(p) for p in (
+STRIPPED_PATHS = FieldSet(make_path(p) for p in (
     ("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("metadata", "namespace"),
     ("metadata", "creationTimestamp"), ("metadata", "selfLink"), ("metadata", "uid"),
     ("metadata", "clusterName"), ("metadata", "generation"), ("metadata", "managedFields"),
@@ -76,7 +77,7 @@ def reset_fields_for(*, has_status: bool, subresource: str = "") -> tuple[tuple[
     return ()
 
 
-def _cap_update_managers(managed: Managed, maximum: int) -> None:
+def cap_update_managers(managed: Managed, maximum: int) -> None:
     """Merge the oldest Update entries into ``ancient-changes`` buckets (capManagersManager)."""
     updaters = [k for k, vs in managed.fields.items() if not vs.applied]
     if len(updaters) <= maximum:
@@ -167,7 +168,7 @@ def update_managed_fields(
         else:
             del managed.fields[key]
 
-    current = (diff.modified | diff.added) - diff.removed - _STRIPPED
+    current = (diff.modified | diff.added) - diff.removed - STRIPPED_PATHS
     if current:
         key = ManagerKey(manager, "Update", api_version, subresource)
         previous = managed.fields.get(key)
@@ -175,5 +176,5 @@ def update_managed_fields(
         managed.fields[key] = VersionedSet(merged, api_version)
         managed.times[key] = normalize_time(now)
 
-    _cap_update_managers(managed, MAX_UPDATE_MANAGERS)
+    cap_update_managers(managed, MAX_UPDATE_MANAGERS)
     return encode_managed_fields(managed)

@@ -11,24 +11,78 @@ Object layer: no I/O; inputs are never changed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kapi.object.managedfields.compare import compare, field_set_of
 from kapi.object.managedfields.entries import ManagerKey, VersionedSet
-from kapi.object.managedfields.fieldpath import FieldSet, Path
-from kapi.object.schema import Schema
+from kapi.object.managedfields.fieldpath import FieldSet, Path, PathElement
+from kapi.object.managedfields.merge import MergeError, merge, type_errors
+from kapi.object.managedfields.shape import Shape, child_shape, item_element, resolve, root_shape
+from kapi.object.schema import GVK, Schema
 
-__all__ = ["Conflict", "Conflicts", "Converter", "Managers", "MissingVersion", "Updater", "path_string"]
+__all__ = ["Conflict", "Conflicts", "Converter", "Managers", "MissingVersion", "Updater", "path_string",
+           "remove_items"]
 
 Obj = dict[str, Any]
 Managers = dict[ManagerKey, VersionedSet]
 
 
+# ------------------------------------------------------------ paths as text
+
+
+def _go_value(v: Any) -> str:
+    """structured-merge-diff's ``value.ToString``: strings Go-quoted, numbers and bools as %v."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, list):
+        return "[" + ",".join(_go_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}={_go_value(v[k])}" for k in sorted(v)) + "}"
+    return str(v)
+
+
+def _element_string(pe: PathElement) -> str:
+    text = pe.text
+    kind, body = text[0], text[2:]
+    if kind == "f":
+        return "." + body
+    if kind == "i":
+        return f"[{body}]"
+    value = json.loads(body)
+    if kind == "k":
+        return "[" + ",".join(f"{k}={_go_value(value[k])}" for k in sorted(value)) + "]"
+    return f"[={_go_value(value)}]"
+
+
 def path_string(path: Path) -> str:
     """structured-merge-diff's ``Path.String()``: ``.spec.containers[name="nginx"].ports[containerPort=80,protocol="TCP"]``,
     ``[="a"]`` for a set item, ``[3]`` for an index."""
-    raise NotImplementedError
+    return "".join(_element_string(pe) for pe in path)
+
+
+def _iterate_order(paths: Sequence[Path]) -> list[Path]:
+    """``Set.Iterate``'s order: at each level the members first, then the children, each sorted."""
+    members = sorted({p[0] for p in paths if len(p) == 1})
+    deeper: dict[PathElement, list[Path]] = {}
+    for p in paths:
+        if len(p) > 1:
+            deeper.setdefault(p[0], []).append(p[1:])
+    out: list[Path] = [(pe,) for pe in members]
+    for pe in sorted(deeper):
+        out.extend((pe, *rest) for rest in _iterate_order(deeper[pe]))
+    return out
+
+
+# ------------------------------------------------------------ conflicts
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +98,21 @@ class Conflicts(Exception):
     (managers by identifier, each manager's paths in ``Set.Iterate`` order)."""
 
     def __init__(self, conflicts: Sequence[Conflict]) -> None:
-        raise NotImplementedError
+        by: dict[ManagerKey, list[Path]] = {}
+        for c in conflicts:
+            by.setdefault(c.manager, []).append(c.path)
+        ordered: list[Conflict] = []
+        for key in sorted(by, key=lambda k: k.identifier):
+            ordered.extend(Conflict(key, p) for p in _iterate_order(by[key]))
+        self.conflicts: tuple[Conflict, ...] = tuple(ordered)
+        super().__init__(str(self))
 
-    conflicts: tuple[Conflict, ...]
+    def __str__(self) -> str:
+        if len(self.conflicts) == 1:
+            c = self.conflicts[0]
+            return f"conflict: {c.manager.identifier}: {path_string(c.path)}"
+        lines = [f"{c.manager.identifier}: {path_string(c.path)}" for c in self.conflicts]
+        return "conflicts:\n" + "\n".join(lines)
 
 
 class MissingVersion(Exception):
@@ -61,6 +127,77 @@ class Converter(Protocol):
         ...
 
 
+# ------------------------------------------------------------ removing items
+
+
+def _tree(paths: FieldSet) -> dict[PathElement, Any]:
+    """A set as nested dicts: element -> (member?, children)."""
+    root: dict[PathElement, Any] = {}
+    for path in paths:
+        node = root
+        for i, pe in enumerate(path):
+            entry = node.setdefault(pe, [False, {}])
+            if i == len(path) - 1:
+                entry[0] = True
+            node = entry[1]
+    return root
+
+
+def _remove(schema: Schema, shape: Shape, value: Any, tree: dict[PathElement, Any]) -> Any:
+    if not tree:
+        return value
+    if isinstance(value, dict) and shape.kind in ("struct", "map", "cr_root", "deduced"):
+        out = {}
+        for key, v in value.items():
+            entry = tree.get(PathElement.of_field(key))
+            if entry is None:
+                out[key] = v
+            elif entry[0]:
+                continue
+            else:
+                out[key] = _remove(schema, child_shape(schema, shape, key), v, entry[1])
+        return out
+    if isinstance(value, list) and shape.kind == "list":
+        elem = resolve(schema, shape.elem)
+        items = []
+        for item in value:
+            pe = item_element(shape, item)
+            entry = tree.get(pe) if pe is not None else None
+            if entry is None:
+                items.append(item)
+            elif not entry[0]:
+                items.append(_remove(schema, elem, item, entry[1]))
+        return items
+    return value
+
+
+def remove_items(schema: Schema, gvk: GVK, obj: Obj, paths: FieldSet) -> Obj:
+    """structured-merge-diff's ``RemoveItems``: ``obj`` without the fields and items ``paths`` has as
+    members (a member's whole subtree goes); a new object."""
+    out = _remove(schema, root_shape(schema, gvk), obj, _tree(paths))
+    return out if isinstance(out, dict) else {}
+
+
+def ensure_named_fields_are_members(schema: Schema, gvk: GVK, paths: FieldSet) -> FieldSet:
+    """``Set.EnsureNamedFieldsAreMembers``: every struct field with children in the set is a member too
+    (not map keys nor list items)."""
+    out: set[Path] = set(paths)
+    root = root_shape(schema, gvk)
+    for path in paths:
+        shape = root
+        for i, pe in enumerate(path[:-1]):
+            named = pe.text.startswith("f:") and (
+                shape.kind == "struct" and shape.type is not None and shape.type.field(pe.text[2:]) is not None
+                or shape.kind == "cr_root" and pe.text in ("f:metadata", "f:apiVersion", "f:kind"))
+            if named:
+                out.add(path[:i + 1])
+            shape = resolve(schema, shape.elem) if shape.kind == "list" else child_shape(schema, shape, pe.text[2:])
+    return FieldSet(out)
+
+
+# ------------------------------------------------------------ the updater
+
+
 class Updater:
     """``merge.Updater`` for one kind: ``kind`` with the group/version of each call's ``api_version``
     looked up in ``schema``. ``ignored``: per apiVersion, the fields no manager may own (the strategy's
@@ -68,7 +205,18 @@ class Updater:
 
     def __init__(self, schema: Schema, kind: str, *, ignored: Mapping[str, FieldSet] | None = None,
                  converter: Converter | None = None) -> None:
-        raise NotImplementedError
+        self.schema = schema
+        self.kind = kind
+        self.ignored = dict(ignored or {})
+        self.converter = converter
+
+    def _gvk(self, api_version: str) -> GVK:
+        group, _, version = api_version.rpartition("/")
+        return GVK(group, version, self.kind)
+
+    def _ignore(self, fields: FieldSet, api_version: str) -> FieldSet:
+        ignored = self.ignored.get(api_version)
+        return fields.recursive_difference(ignored) if ignored else fields
 
     def apply(self, live: Obj | None, config: Obj, api_version: str, managers: Managers, manager: ManagerKey,
               force: bool) -> tuple[Obj | None, Managers]:
@@ -81,10 +229,70 @@ class Updater:
             MergeError: ``config`` does not fit the schema (an item without its keys, duplicate items,
                 a field not declared, a map where a list belongs).
         """
-        raise NotImplementedError
+        gvk = self._gvk(api_version)
+        problems = type_errors(self.schema, gvk, config)
+        if problems:
+            raise MergeError(problems[0])
+        merged = merge(self.schema, gvk, live or {}, config)  # refuses duplicates and items without keys
+        managers = dict(managers)
+        last = managers.get(manager)
+        applied = self._ignore(field_set_of(self.schema, gvk, config, go_typed=False), api_version)
+        managers[manager] = VersionedSet(applied, api_version, True)
+        if last is not None and last.fields:
+            # prune: what the applier applied before and no one (itself included) owns now goes
+            owned = FieldSet()
+            for vs in managers.values():
+                owned = owned | vs.fields
+            gone = ensure_named_fields_are_members(self.schema, gvk, last.fields) - \
+                ensure_named_fields_are_members(self.schema, gvk, owned)
+            if gone:
+                merged = remove_items(self.schema, gvk, merged, gone)
+        managers = self._update(live, merged, api_version, managers, manager, force)
+        if live is not None and merged == live:
+            return None, managers
+        return merged, managers
+
+    def _update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers, writer: ManagerKey,
+                force: bool) -> Managers:
+        """structured-merge-diff's ``update``: conflicts with every other manager, then ownership moves."""
+        gvk = self._gvk(api_version)
+        diff = compare(self.schema, gvk, live, new)
+        ignored = self.ignored.get(api_version)
+        if ignored:
+            diff = diff.filtered(ignored)
+        changed = diff.modified | diff.added
+        conflicts: dict[ManagerKey, FieldSet] = {}
+        for key, vs in managers.items():
+            if key == writer:
+                continue
+            clash = vs.fields & changed
+            if clash:
+                conflicts[key] = clash
+        if conflicts and not force:
+            raise Conflicts([Conflict(k, p) for k, s in conflicts.items() for p in s])
+        out: Managers = {}
+        for key, vs in managers.items():
+            fields = vs.fields
+            if key != writer:
+                fields = fields - conflicts.get(key, FieldSet()) - diff.removed
+            if fields:
+                out[key] = VersionedSet(fields, vs.api_version, vs.applied)
+        return out
 
     def update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers,
                manager: ManagerKey) -> tuple[Obj, Managers]:
         """Record a non-apply write of ``new`` over ``live`` by ``manager``: what it changed leaves the
         other managers and is the writer's (an Update entry at ``api_version``)."""
-        raise NotImplementedError
+        gvk = self._gvk(api_version)
+        diff = compare(self.schema, gvk, live, new)
+        ignored = self.ignored.get(api_version)
+        if ignored:
+            diff = diff.filtered(ignored)
+        out = self._update(live, new, api_version, managers, manager, True)
+        previous = out.get(manager)
+        fields = (previous.fields if previous is not None else FieldSet()) - diff.removed | diff.modified | diff.added
+        if fields:
+            out[manager] = VersionedSet(fields, api_version, False)
+        else:
+            out.pop(manager, None)
+        return new, out
