@@ -93,6 +93,7 @@ class _SchemaBuilder:
             self.raw = {t["name"]: t for t in yaml.safe_load(text)["types"]}
         self.types: list[TypeDef] = []
         self.done: set[str] = set()
+        self.inlining: set[str] = set()
 
     def named(self, name: str) -> None:
         if name in self.done:
@@ -109,8 +110,9 @@ class _SchemaBuilder:
             # A map without fields: kapi's types have no granular map of its own, so the root type is
             # free-form (a named type refers to it only through a field, which carries values).
             return TypeDef(name=name, type="any" if not atomic else "object", map_type="atomic" if atomic else "")
+        # Fields and an elementType: other keys are kept (x-kubernetes-preserve-unknown-fields).
         return TypeDef(name=name, type="object", fields=MappingProxyType(fields),
-                       map_type="atomic" if atomic else "")
+                       map_type="atomic" if atomic else "", preserve_unknown="elementType" in m)
 
     def atom(self, name: str, atom: Mapping[str, Any], where: str) -> FieldDef:
         if "namedType" in atom:
@@ -126,8 +128,15 @@ class _SchemaBuilder:
                     self.named(ref)
                     return FieldDef(name=name, type="object", ref=ref,
                                     map_type="atomic" if m.get("elementRelationship") == "atomic" else "")
-            # Named lists, scalars and field-less maps are written in place (kapi refers only to structs).
-            return self.atom(name, {k: v for k, v in t.items() if k != "name"}, where)
+            # Named lists, scalars and field-less maps are written in place (kapi refers only to structs);
+            # one that contains itself cannot be, and is free-form below its first level.
+            if ref in self.inlining:
+                return FieldDef(name=name, type="any")
+            self.inlining.add(ref)
+            try:
+                return self.atom(name, {k: v for k, v in t.items() if k != "name"}, where)
+            finally:
+                self.inlining.discard(ref)
         if "scalar" in atom:
             return _scalar(name, atom["scalar"])
         if "list" in atom:
@@ -166,7 +175,8 @@ def build_schema(text: str, root: str) -> Schema:
         raise ValueError(f"root {root!r} is not a map")
     rt = b.struct(root, t["map"], root)
     b.done.add(root)
-    types = [TypeDef(name=rt.name, type=rt.type, fields=rt.fields, map_type=rt.map_type, gvks=gvks), *b.types]
+    types = [TypeDef(name=rt.name, type=rt.type, fields=rt.fields, map_type=rt.map_type,
+                     preserve_unknown=rt.preserve_unknown, gvks=gvks), *b.types]
     return Schema(types)
 
 

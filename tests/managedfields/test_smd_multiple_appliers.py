@@ -6,6 +6,9 @@ import pytest
 
 from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, DeducedParser, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
 
+from tests.managedfields.test_smd_key import associativeListParser
+from tests.managedfields.test_smd_nested import nestedTypeParser
+
 
 structMultiversionParser = Parser("""types:
 - name: v1
