@@ -1,5 +1,5 @@
 """structured-merge-diff's test fixture for kapi's Updater: its YAML schemas as kapi types, its path
-helpers (``_P``, ``_NS``, ``_KBF``, ``_V``) and its TestCase (a sequence of Apply / ForceApply /
+functions (``_P``, ``_NS``, ``_KBF``, ``_V``) and its TestCase (a sequence of Apply / ForceApply /
 Update operations, then the expected object and managers).
 
 A schema is the ``typed.YAMLObject`` parser format: ``types: [{name, map: {fields, elementType,
