@@ -320,3 +320,8 @@ def too_large_resource_version(rv: int, current: int, *, retry_after_s: int) -> 
         causes=[Cause(reason="ResourceVersionTooLarge", message="Too large resource version")],
         retry_after_s=retry_after_s,
     )
+
+
+def apply_conflict(causes: Sequence[Cause], message: str) -> Conflict:
+    """409 of a server-side apply's conflicts (kube's NewApplyConflict): details carry only the causes."""
+    return Conflict(message, causes=tuple(causes))
