@@ -160,3 +160,27 @@ def test_apply_conflict_helper() -> None:
     cause = errors.Cause("FieldManagerConflict", 'conflict with "m"', ".spec")
     status = errors.apply_conflict([cause], "Apply failed with 1 conflict").to_status()
     assert status["code"] == 409 and status["details"] == {"causes": [cause.to_dict()]}
+
+
+def test_untracked_object_fields_go_to_before_first_apply(schema: Schema) -> None:
+    live = deployment(replicas=100)
+    live["metadata"]["labels"] = {"app": "my-app"}
+    out = apply(schema, DEPLOY, live, deployment(replicas=100), "test_server_side_apply_without_upgrade", now=T2)
+    entries = out["metadata"]["managedFields"]
+    assert [e["manager"] for e in entries] == ["test_server_side_apply_without_upgrade", "before-first-apply"]
+    assert entries[1]["operation"] == "Update" and entries[1]["time"] == T2
+    # Applying the same replicas shares them: both managers own .spec.replicas.
+    assert entries[1]["fieldsV1"] == {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:replicas": {}}}
+    with pytest.raises(errors.Conflict, match='conflict with "before-first-apply" using apps/v1'):
+        apply(schema, DEPLOY, live, {**deployment(), "metadata": {"name": "deployment", "labels": {"app": "x"}}}, "m")
+
+
+def test_last_applied_is_go_encoded(schema: Schema) -> None:
+    created = deployment(replicas=1)
+    created["metadata"]["annotations"] = {LAST_APPLIED_ANNOTATION: "{}"}
+    live = update(schema, DEPLOY, None, created, "kubectl-client-side-apply")
+    config = {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"name": "deployment", "labels": {"a": "<b>"}}}
+    out = apply(schema, DEPLOY, live, config, "kubectl", force=True)
+    assert out["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] == (
+        '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"labels":{"a":"\\u003cb\\u003e"},'
+        '"name":"deployment"}}\n')

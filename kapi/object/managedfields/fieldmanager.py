@@ -19,10 +19,11 @@ from kapi import errors
 from kapi.object.managedfields.compare import compare, field_set_of
 from kapi.object.managedfields.entries import (Managed, ManagerKey, VersionedSet, decode_managed_fields,
                                                encode_managed_fields, normalize_time)
-from kapi.object.managedfields.fieldpath import FieldSet, make_path
+from kapi.object.managedfields.fieldpath import FieldSet, go_json, make_path
 from kapi.object.managedfields.merge import MergeError, type_errors
 from kapi.object.managedfields.shape import as_gvk
-from kapi.object.managedfields.update import MAX_UPDATE_MANAGERS, STRIPPED_PATHS, cap_update_managers
+from kapi.object.managedfields.update import (MAX_UPDATE_MANAGERS, STRIPPED_PATHS, cap_update_managers,
+                                              update_managed_fields)
 from kapi.object.managedfields.updater import Conflict, Conflicts, Converter, Updater, path_string
 from kapi.object.schema import GVK, Schema
 
@@ -30,6 +31,7 @@ __all__ = ["LAST_APPLIED_ANNOTATION", "apply_managed_fields", "conflict_error"]
 
 Obj = dict[str, Any]
 LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
+_BEFORE_FIRST_APPLY = "before-first-apply"
 _KUBECTL = "kubectl"  # the one manager whose apply takes over client-side apply's fields
 
 
@@ -83,6 +85,12 @@ def apply_managed_fields(
     if live is not None:
         base = copy.deepcopy(live)
         _metadata(base).pop("managedFields", None)
+        if not managed.fields:
+            # skipNonApplied: an object nobody tracked yet first gets its fields recorded as an Update
+            # of the kind's empty object by "before-first-apply", so the applier conflicts with them.
+            before = update_managed_fields(schema, gvk, {"apiVersion": gvk.api_version, "kind": gvk.kind}, base,
+                                           manager=_BEFORE_FIRST_APPLY, now=now, reset_fields=reset_fields)
+            managed = decode_managed_fields(before)
     ignored = FieldSet(make_path(p) for p in reset_fields)
     updater = Updater(schema, gvk.kind, ignored={gvk.api_version: ignored} if ignored else None,
                       converter=converter)
@@ -158,7 +166,9 @@ def _last_applied(config: Obj) -> str:
     annotations = _metadata(out).get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED_ANNOTATION, None)
-    return orjson.dumps(out).decode()
+    # runtime.Encode with the unstructured JSON scheme: Go's encoder (sorted keys, HTML escaped) and
+    # its trailing newline.
+    return go_json(out) + "\n"
 
 
 def _print_manager(key: ManagerKey) -> str:
