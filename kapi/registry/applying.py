@@ -54,6 +54,10 @@ async def apply(registry: Registry, res: Resource, namespace: str, name: str, co
         kv = None
     if kv is not None:
         return await registry.guaranteed_update(res, namespace, name, applied, opts, subresource, first=kv), False
+    uid = (config.get("metadata") or {}).get("uid") if isinstance(config.get("metadata"), dict) else None
+    if uid:  # kube's create on update checks the uid as a precondition the new object cannot meet
+        raise errors.conflict(res.resource, res.group, name, f"Precondition failed: UID in precondition: {uid}, "
+                                                             "UID in object meta: ")
     new = applied(None)
     new["metadata"]["name"] = name
     return await registry.create(res, namespace, new, opts), True

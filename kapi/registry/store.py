@@ -24,7 +24,7 @@ from kapi.encoding import codec
 from kapi.metrics import Metrics
 from kapi.object import meta
 from kapi.object.listopts import ListOptions, parse_int64
-from kapi.object.managedfields.update import reset_fields_for, update_managed_fields
+from kapi.object.managedfields.update import is_reset, reset_fields_for, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from kapi.object.validation import validate_object_meta, validate_update_meta
@@ -391,6 +391,8 @@ class Registry:
     def _track_fields(self, res: Resource, old: Obj | None, new: Obj, opts: WriteOptions, subresource: str) -> None:
         """Record the write in ``metadata.managedFields`` (an Update by the request's field manager)."""
         if not opts.field_manager or opts.apply:
+            if new["metadata"].get("managedFields") == []:
+                del new["metadata"]["managedFields"]  # a reset with no manager to record
             return
         entries = update_managed_fields(
             res.strategy.managed_fields_schema(self.schema), (res.group, res.version, res.kind), old, new, manager=opts.field_manager,
@@ -495,7 +497,11 @@ class Registry:
             if opts.admission is not None:
                 new = await self._mutate(res, UPDATE, subresource, namespace, new, old, opts.admission, opts.dry_run,
                                          defaulted)
+            applied = new["metadata"].get("managedFields") if opts.apply and isinstance(new.get("metadata"), dict) \
+                else None
             new = self._prepare_update(res, new, old, subresource)
+            if applied is not None:  # an apply's managedFields outlive a status write's metadata reset
+                new["metadata"]["managedFields"] = applied
             if opts.admission is not None:
                 await self._validate_update(res, subresource, namespace, name, new, old, opts)
             # After validation, on each try: what is judged is the object this try would write.
@@ -546,6 +552,8 @@ class Registry:
         go_roundtrip(self.schema, (res.group, res.version, res.kind), new)  # kube decodes into Go structs first
         md = meta.metadata(new)
         old_md = old["metadata"]
+        if is_reset(md.get("managedFields")):
+            md["managedFields"] = []  # [{}] resets them as [] does (kube's field manager sees it before validation)
         if not md.get("uid"):
             md["uid"] = old_md.get("uid")
         # kube's BeforeUpdate ignores changes to the creation timestamp: it keeps the old one.

@@ -14,6 +14,10 @@ SMP = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
+# kube's integration tests run a client with a User-Agent: a write without fieldManager is its manager's
+UA = {"user-agent": "apply-test/v0.0.0"}
+
+
 def _query(path: str, **params: str) -> str:
     q = "&".join(f"{k}={v}" for k, v in params.items() if v)
     if not q:
@@ -26,16 +30,16 @@ async def apply(api: Api, path: str, body: Any, manager: str | None = "apply_tes
     """PATCH ``path`` with an apply body (a JSON text is valid YAML) as ``manager``."""
     raw = body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else orjson.dumps(body))
     url = _query(path, fieldManager=manager or "", force="true" if force else "")
-    return await api.request("PATCH", url, raw, content_type=APPLY)
+    return await api.request("PATCH", url, raw, content_type=APPLY, headers=UA)
 
 
 async def patch(api: Api, path: str, body: Any, content_type: str = MERGE_PATCH, manager: str | None = None) -> Reply:
     url = _query(path, fieldManager=manager or "")
-    return await api.request("PATCH", url, body, content_type=content_type)
+    return await api.request("PATCH", url, body, content_type=content_type, headers=UA)
 
 
 async def put(api: Api, path: str, body: Any, manager: str | None = None) -> Reply:
-    return await api.request("PUT", _query(path, fieldManager=manager or ""), body)
+    return await api.request("PUT", _query(path, fieldManager=manager or ""), body, headers=UA)
 
 
 async def get(api: Api, path: str) -> dict[str, Any]:

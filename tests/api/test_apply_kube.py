@@ -34,7 +34,7 @@ def nginx(name: str = "deployment", replicas: int | None = 3, **container: Any) 
             "metadata": {"name": name, "labels": {"app": "nginx"}}, "spec": spec}
 
 
-def test_cm(**labels: str) -> dict[str, Any]:
+def cm_body(**labels: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "test-cm", "namespace": "default", "labels": labels or {"test-label": "test"}},
             "data": {"key": "value"}}
@@ -204,7 +204,7 @@ async def test_patch_very_large_object(api: Api) -> None:
 
 # kube's TestApplyManagedFields
 async def test_apply_managed_fields(api: Api) -> None:
-    ok(await apply(api, f"{CMS}/test-cm", test_cm()))
+    ok(await apply(api, f"{CMS}/test-cm", cm_body()))
     ok(await patch(api, f"{CMS}/test-cm", {"data": {"new-key": "value"}}, manager="updater"))
     ok(await patch(api, f"{CMS}/test-cm", {"data": {"key": "new value"}}, manager="updater"))
     obj = await get(api, f"{CMS}/test-cm")
@@ -289,7 +289,7 @@ async def test_apply_converts_managed_fields_version(api: Api) -> None:
 
 # kube's TestClearManagedFieldsWith{MergePatch,StrategicMergePatch,JSONPatch,Update,UpdateEmptyList}
 async def _applied_cm(api: Api) -> None:
-    ok(await apply(api, f"{CMS}/test-cm", test_cm()))
+    ok(await apply(api, f"{CMS}/test-cm", cm_body()))
 
 
 async def _cleared(api: Api) -> dict[str, Any]:
@@ -320,7 +320,7 @@ async def test_clear_managed_fields_with_json_patch(api: Api) -> None:
 
 async def test_clear_managed_fields_with_update(api: Api) -> None:
     await _applied_cm(api)
-    body = test_cm()
+    body = cm_body()
     body["metadata"]["managedFields"] = [{}]
     ok(await put(api, f"{CMS}/test-cm", body))
     await _cleared(api)
@@ -328,7 +328,7 @@ async def test_clear_managed_fields_with_update(api: Api) -> None:
 
 async def test_clear_managed_fields_with_update_empty_list(api: Api) -> None:
     await _applied_cm(api)
-    body = test_cm()
+    body = cm_body()
     body["metadata"]["managedFields"] = []
     ok(await put(api, f"{CMS}/test-cm", body))
     ok(await patch(api, f"{CMS}/test-cm", {"metadata": {"labels": {"test-label": "v1"}}}))
@@ -342,20 +342,20 @@ BAD_ENTRY = {"manager": "apply_test", "operation": "Apply", "apiVersion": "v1", 
 
 
 async def test_errors_dont_fail(api: Api) -> None:
-    body = test_cm()
+    body = cm_body()
     body["metadata"]["managedFields"] = [BAD_ENTRY]
     ok(await api.create(CMS + "?fieldManager=apply_test", body), 201)
 
 
 async def test_errors_dont_fail_update(api: Api) -> None:
-    ok(await api.create(CMS + "?fieldManager=apply_test", test_cm()), 201)
-    body = test_cm()
+    ok(await api.create(CMS + "?fieldManager=apply_test", cm_body()), 201)
+    body = cm_body()
     body["metadata"]["managedFields"] = [BAD_ENTRY]
     ok(await put(api, f"{CMS}/test-cm", body, "apply_test"))
 
 
 async def test_errors_dont_fail_patch(api: Api) -> None:
-    ok(await api.create(CMS + "?fieldManager=apply_test", test_cm()), 201)
+    ok(await api.create(CMS + "?fieldManager=apply_test", cm_body()), 201)
     ok(await patch(api, f"{CMS}/test-cm", [{"op": "replace", "path": "/metadata/managedFields",
                                            "value": [BAD_ENTRY]}], JSON_PATCH, "apply_test"))
 

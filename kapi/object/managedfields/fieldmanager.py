@@ -82,9 +82,8 @@ def apply_managed_fields(
     except ValueError:
         managed = Managed()
     base = None
-    if live is not None:
-        base = copy.deepcopy(live)
-        _metadata(base).pop("managedFields", None)
+    if live is not None:  # the live object without its managedFields (a shallow copy: nothing changes it)
+        base = {**live, "metadata": {k: v for k, v in _metadata(live).items() if k != "managedFields"}}
         if not managed.fields:
             # skipNonApplied: an object nobody tracked yet first gets its fields recorded as an Update
             # of the kind's empty object by "before-first-apply", so the applier conflicts with them.
@@ -112,8 +111,8 @@ def apply_managed_fields(
     if new is not None:
         result.times[key] = normalize_time(now)
         out = new
-    else:
-        out = base if base is not None else {}
+    else:  # nothing changed: the live object, its managedFields in their place
+        out = copy.deepcopy(live) if live is not None else {}
     cap_update_managers(result, MAX_UPDATE_MANAGERS)
     if manager == _KUBECTL and live is not None and LAST_APPLIED_ANNOTATION in (_metadata(out).get("annotations") or {}):
         out["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] = _last_applied(config)

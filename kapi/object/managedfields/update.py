@@ -17,14 +17,14 @@ from kapi.object.managedfields.fieldpath import FieldSet, make_path
 from kapi.object.managedfields.shape import as_gvk
 from kapi.object.schema import GVK, Schema
 
-__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "reset_fields_for",
+__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "is_reset", "reset_fields_for",
            "update_managed_fields"]
 
 MAX_UPDATE_MANAGERS = 10
 ANCIENT_CHANGES_MANAGER = "ancient-changes"
 
 
-def _is_reset(entries: Any) -> bool:
+def is_reset(entries: Any) -> bool:
     """A request resets managedFields with ``[]`` or ``[{}]``."""
     if not isinstance(entries, list):
         return False
@@ -141,7 +141,7 @@ def update_managed_fields(
     # with [] or [{}]; undecodable or absent request entries fall back to the stored ones.
     if subresource:
         managed = _decode_or_empty(live_entries)
-    elif _is_reset(_metadata(new).get("managedFields")):
+    elif is_reset(_metadata(new).get("managedFields")):
         managed = Managed()
     else:
         try:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kapi.object.managedfields.compare import compare, field_set_of
+from kapi.object.managedfields.compare import Comparison, compare, field_set_of
 from kapi.object.managedfields.entries import ManagerKey, VersionedSet
 from kapi.object.managedfields.fieldpath import FieldSet, Path, PathElement
 from kapi.object.managedfields.merge import MergeError, merge, type_errors
@@ -198,6 +198,20 @@ def ensure_named_fields_are_members(schema: Schema, gvk: GVK, paths: FieldSet) -
 # ------------------------------------------------------------ the updater
 
 
+def _without_empty(v: Any) -> Any:
+    """A value with null, {} and [] members of maps left out (what omitempty makes of them), order kept."""
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            x = _without_empty(x)
+            if x is not None and x != {} and x != []:
+                out[k] = x
+        return out
+    if isinstance(v, list):
+        return [_without_empty(x) for x in v]
+    return v
+
+
 class Updater:
     """``merge.Updater`` for one kind: ``kind`` with the group/version of each call's ``api_version``
     looked up in ``schema``. ``ignored``: per apiVersion, the fields no manager may own (the strategy's
@@ -247,14 +261,16 @@ class Updater:
                 ensure_named_fields_are_members(self.schema, gvk, owned)
             if gone:
                 merged = remove_items(self.schema, gvk, merged, gone)
-        managers = self._update(live, merged, api_version, managers, manager, force)
-        if live is not None and merged == live:
-            return None, managers
+        managers, diff = self._update(live, merged, api_version, managers, manager, force)
+        if live is not None and not (diff.added or diff.modified or diff.removed) and \
+                _without_empty(live) == _without_empty(merged):
+            return None, managers  # nothing changed as Go's decoder sees it ({} and null fields are absent)
         return merged, managers
 
     def _update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers, writer: ManagerKey,
-                force: bool) -> Managers:
-        """structured-merge-diff's ``update``: conflicts with every other manager, then ownership moves."""
+                force: bool) -> tuple[Managers, Comparison]:
+        """structured-merge-diff's ``update``: conflicts with every other manager, then ownership moves;
+        also returns the comparison of ``live`` and ``new``."""
         gvk = self._gvk(api_version)
         diff = compare(self.schema, gvk, live, new)
         ignored = self.ignored.get(api_version)
@@ -277,18 +293,13 @@ class Updater:
                 fields = fields - conflicts.get(key, FieldSet()) - diff.removed
             if fields:
                 out[key] = VersionedSet(fields, vs.api_version, vs.applied)
-        return out
+        return out, diff
 
     def update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers,
                manager: ManagerKey) -> tuple[Obj, Managers]:
         """Record a non-apply write of ``new`` over ``live`` by ``manager``: what it changed leaves the
         other managers and is the writer's (an Update entry at ``api_version``)."""
-        gvk = self._gvk(api_version)
-        diff = compare(self.schema, gvk, live, new)
-        ignored = self.ignored.get(api_version)
-        if ignored:
-            diff = diff.filtered(ignored)
-        out = self._update(live, new, api_version, managers, manager, True)
+        out, diff = self._update(live, new, api_version, managers, manager, True)
         previous = out.get(manager)
         fields = (previous.fields if previous is not None else FieldSet()) - diff.removed | diff.modified | diff.added
         if fields:

@@ -1,0 +1,201 @@
+"""Server-side apply through the app: PATCH application/apply-patch+yaml, as kube-apiserver answers it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .conftest import Api
+
+APPLY = "application/apply-patch+yaml"
+DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def deployment(replicas: int = 2, image: str = "nginx:1.25", ports: list[int] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "web", "image": image}
+    if ports:
+        container["ports"] = [{"containerPort": p} for p in ports]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [container]}}}}
+
+
+async def apply(api: Api, path: str, body: Any, manager: str = "mgr", extra: str = "") -> Any:
+    raw = body if isinstance(body, bytes) else orjson.dumps(body)
+    r = await api.request("PATCH", f"{path}?fieldManager={manager}{extra}", raw, content_type=APPLY)
+    if r.status >= 400:
+        print("apply answered", r.status, r.json().get("message"))
+    return r
+
+
+def managers(obj: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(e["manager"], e["operation"]): e for e in obj["metadata"].get("managedFields", [])}
+
+
+async def test_apply_creates_then_noop_keeps_resource_version(api: Api) -> None:
+    r = await apply(api, f"{DEPLOYS}/web", deployment())
+    assert r.status == 201, r.json()
+    obj = r.json()
+    entry = managers(obj)[("mgr", "Apply")]
+    assert entry["apiVersion"] == "apps/v1" and entry["fieldsType"] == "FieldsV1"
+    fields = entry["fieldsV1"]
+    assert "f:replicas" in fields["f:spec"] and "f:metadata" not in fields or "f:name" not in fields["f:metadata"]
+    assert obj["spec"]["strategy"]["type"] == "RollingUpdate"  # created through the create path: defaulted
+    again = await apply(api, f"{DEPLOYS}/web", deployment())
+    assert again.status == 200
+    assert again.json()["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
+
+
+async def test_yaml_body(api: Api) -> None:
+    body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yml\ndata:\n  a: '1'\n"
+    r = await apply(api, f"{CMS}/yml", body)
+    assert r.status == 201 and r.json()["data"] == {"a": "1"}, r.json()
+    bad = await apply(api, f"{CMS}/yml", b"a: [1\n")
+    assert bad.status == 400 and bad.json()["message"].startswith("error decoding YAML")
+
+
+async def test_conflict_names_every_field_and_force_takes_them(api: Api) -> None:
+    assert (await apply(api, f"{DEPLOYS}/web", deployment())).status == 201
+    other = deployment(replicas=5, image="nginx:1.26")
+    r = await apply(api, f"{DEPLOYS}/web", other, manager="other")
+    assert r.status == 409
+    status = r.json()
+    assert status["reason"] == "Conflict"
+    assert status["message"] == ('Apply failed with 2 conflicts: conflicts with "mgr":\n- .spec.replicas\n'
+                                 '- .spec.template.spec.containers[name="web"].image')
+    assert status["details"]["causes"] == [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "mgr"', "field": ".spec.replicas"},
+        {"reason": "FieldManagerConflict", "message": 'conflict with "mgr"',
+         "field": '.spec.template.spec.containers[name="web"].image'}]
+    unchanged = (await api.request("GET", f"{DEPLOYS}/web")).json()
+    assert unchanged["spec"]["replicas"] == 2
+    forced = await apply(api, f"{DEPLOYS}/web", other, manager="other", extra="&force=true")
+    assert forced.status == 200
+    obj = forced.json()
+    assert obj["spec"]["replicas"] == 5
+    mine = managers(obj)[("mgr", "Apply")]["fieldsV1"]["f:spec"]
+    assert "f:replicas" not in mine and "f:replicas" in managers(obj)[("other", "Apply")]["fieldsV1"]["f:spec"]
+
+
+async def test_conflict_with_an_update_manager(api: Api) -> None:
+    assert (await apply(api, f"{DEPLOYS}/web", deployment())).status == 201
+    r = await api.request("PATCH", f"{DEPLOYS}/web?fieldManager=scaler", {"spec": {"replicas": 7}},
+                          content_type="application/merge-patch+json")
+    assert r.status == 200
+    assert "f:replicas" not in managers(r.json())[("mgr", "Apply")]["fieldsV1"]["f:spec"]
+    c = await apply(api, f"{DEPLOYS}/web", deployment(replicas=3))
+    assert c.status == 409
+    assert c.json()["message"] == ('Apply failed with 1 conflict: conflict with "scaler" using apps/v1: '
+                                   ".spec.replicas")
+    # applying the value the other manager set is no conflict: it is shared
+    shared = await apply(api, f"{DEPLOYS}/web", deployment(replicas=7))
+    assert shared.status == 200
+
+
+async def test_dropped_fields_are_removed_unless_owned(api: Api) -> None:
+    r = await apply(api, f"{DEPLOYS}/web", deployment(ports=[80, 443]))
+    assert [p["containerPort"] for p in r.json()["spec"]["template"]["spec"]["containers"][0]["ports"]] == [80, 443]
+    r = await apply(api, f"{DEPLOYS}/web", deployment(ports=[80]))
+    assert [p["containerPort"] for p in r.json()["spec"]["template"]["spec"]["containers"][0]["ports"]] == [80]
+    # labels: a second applier's key stays when the first drops its own
+    assert (await apply(api, f"{CMS}/l", {"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": {"name": "l", "labels": {"a": "1"}}})).status == 201
+    assert (await apply(api, f"{CMS}/l", {"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": {"name": "l", "labels": {"b": "2"}}}, manager="two")).status == 200
+    r = await apply(api, f"{CMS}/l", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l"}})
+    assert r.json()["metadata"]["labels"] == {"b": "2"}
+
+
+async def test_two_managers_merge_one_list_map(api: Api) -> None:
+    assert (await apply(api, f"{DEPLOYS}/web", deployment())).status == 201
+    side = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "web", "env": [{"name": "X", "value": "1"}]},
+                {"name": "sidecar", "image": "envoy"}]}}}}
+    r = await apply(api, f"{DEPLOYS}/web", side, manager="mesh")
+    assert r.status == 200, r.json()
+    containers = r.json()["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["web", "sidecar"]
+    assert containers[0]["image"] == "nginx:1.25" and containers[0]["env"] == [{"name": "X", "value": "1"}]
+    # the first manager re-applies its own manifest: the sidecar and the env var stay (mesh owns them)
+    r = await apply(api, f"{DEPLOYS}/web", deployment(image="nginx:1.26"))
+    containers = r.json()["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["web", "sidecar"] and containers[0]["image"] == "nginx:1.26"
+    assert containers[0]["env"] == [{"name": "X", "value": "1"}]
+
+
+async def test_option_checks(api: Api) -> None:
+    r = await api.request("PATCH", f"{CMS}/x", orjson.dumps({"apiVersion": "v1", "kind": "ConfigMap"}),
+                          content_type=APPLY)
+    assert r.status == 422
+    assert r.json()["message"] == ("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                                   "is required for apply patch")
+    await api.create(CMS, {"metadata": {"name": "x"}})
+    r = await api.request("PATCH", f"{CMS}/x?force=true", {"data": {"a": "b"}},
+                          content_type="application/merge-patch+json")
+    assert r.status == 422 and "force: Forbidden: may not be specified for non-apply patch" in r.json()["message"]
+    r = await apply(api, f"{CMS}/x", {"apiVersion": "v2", "kind": "ConfigMap"})
+    assert r.status == 400 and r.json()["message"] == (
+        "Incorrect version specified in apply patch. Specified patch version: v2, expected: v1")
+    r = await apply(api, f"{CMS}/x", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"managedFields": []}})
+    assert r.status == 400 and r.json()["message"] == "metadata.managedFields must be nil"
+    r = await apply(api, f"{CMS}/x", {"apiVersion": "v1", "kind": "ConfigMap", "spec": {"a": 1}})
+    assert r.status == 400 and "field not declared in schema" in r.json()["message"]
+
+
+async def test_dry_run_writes_nothing(api: Api) -> None:
+    r = await apply(api, f"{CMS}/d", {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}},
+                    extra="&dryRun=All")
+    assert r.status == 201 and r.json()["data"] == {"a": "1"}, r.json()
+    assert (await api.request("GET", f"{CMS}/d")).status == 404
+
+
+async def test_status_subresource_apply(api: Api) -> None:
+    assert (await apply(api, f"{DEPLOYS}/web", deployment())).status == 201
+    status = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+              "status": {"observedGeneration": 1, "replicas": 2}}
+    r = await apply(api, f"{DEPLOYS}/web/status", status, manager="ctl")
+    assert r.status == 200, r.json()
+    obj = r.json()
+    assert obj["status"]["replicas"] == 2
+    entry = [e for e in obj["metadata"]["managedFields"] if e["manager"] == "ctl"][0]
+    assert entry["subresource"] == "status" and entry["operation"] == "Apply"
+    assert "f:status" in entry["fieldsV1"] and "f:spec" not in entry["fieldsV1"]
+    # the main resource ignores status in an apply
+    r = await apply(api, f"{DEPLOYS}/web", {**deployment(), "status": {"replicas": 9}})
+    assert r.json()["status"]["replicas"] == 2
+
+
+async def test_update_then_reset_managed_fields(api: Api) -> None:
+    assert (await apply(api, f"{CMS}/r", {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}})).status == 201
+    r = await api.request("PATCH", f"{CMS}/r", {"metadata": {"managedFields": [{}]}},
+                          content_type="application/merge-patch+json")
+    assert r.status == 200 and "managedFields" not in r.json()["metadata"], r.json()
+
+
+async def test_client_side_apply_fields_taken_over_by_kubectl(api: Api) -> None:
+    last = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "u", "namespace": "default"},
+            "data": {"a": "1"}}
+    created = {"metadata": {"name": "u", "annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": orjson.dumps(last).decode()}}, "data": {"a": "1"}}
+    assert (await api.request("POST", f"{CMS}?fieldManager=kubectl-client-side-apply", created)).status == 201
+    changed = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "u"}, "data": {"a": "2"}}
+    refused = await apply(api, f"{CMS}/u", changed, manager="someone")
+    assert refused.status == 409
+    r = await apply(api, f"{CMS}/u", changed, manager="kubectl")
+    assert r.status == 200, r.json()
+    obj = r.json()
+    assert obj["data"] == {"a": "2"}
+    assert orjson.loads(obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]) == changed
+    assert ("kubectl", "Apply") in managers(obj)
+
+
+async def test_apply_answers_protobuf(api: Api) -> None:
+    r = await api.request("PATCH", f"{CMS}/pb?fieldManager=m", orjson.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "1"}}), content_type=APPLY,
+        headers={"accept": "application/vnd.kubernetes.protobuf"})
+    assert r.status == 201
+    assert r.headers["content-type"] == "application/vnd.kubernetes.protobuf"
+    assert r.body.startswith(b"k8s\x00")
