@@ -395,7 +395,8 @@ class Registry:
                 del new["metadata"]["managedFields"]  # a reset with no manager to record
             return
         entries = update_managed_fields(
-            res.strategy.managed_fields_schema(self.schema), (res.group, res.version, res.kind), old, new, manager=opts.field_manager,
+            res.strategy.managed_fields_schema(self.schema), (res.group, res.version, res.kind), old, new,
+            manager=opts.field_manager,
             subresource=subresource, api_version=res.group_version, now=meta.now_rfc3339(),
             reset_fields=reset_fields_for(has_status=res.has_status, subresource=subresource))
         if entries:

@@ -102,8 +102,8 @@ async def test_dropped_fields_are_removed_unless_owned(api: Api) -> None:
     # labels: a second applier's key stays when the first drops its own
     assert (await apply(api, f"{CMS}/l", {"apiVersion": "v1", "kind": "ConfigMap",
                                           "metadata": {"name": "l", "labels": {"a": "1"}}})).status == 201
-    assert (await apply(api, f"{CMS}/l", {"apiVersion": "v1", "kind": "ConfigMap",
-                                          "metadata": {"name": "l", "labels": {"b": "2"}}}, manager="two")).status == 200
+    two = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "labels": {"b": "2"}}}
+    assert (await apply(api, f"{CMS}/l", two, manager="two")).status == 200
     r = await apply(api, f"{CMS}/l", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l"}})
     assert r.json()["metadata"]["labels"] == {"b": "2"}
 

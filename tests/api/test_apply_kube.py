@@ -11,6 +11,20 @@ import orjson
 from .apply_kube_support import JSON_PATCH, MERGE_PATCH, SMP, apply, entries, get, ok, patch, put
 from .conftest import Api
 
+
+# Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
+KNOWN_GAPS = {
+    'test_apply_formerly_atomic_fields': "a field that kube once made atomic (a PersistentVolume's claimRef) is typed granular",
+    'test_clear_managed_fields_with_update_empty_list': "a PUT with managedFields: [] then tracks the writer's fields again where kube leaves none",
+    'test_create_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
+    'test_dropping_subresource_field': "an entry's subresource dropped by a client is not kept from the stored entry",
+    'test_duplicates_in_associative_lists': 'repeated list-map keys written by an update are not owned atomically as SMD does',
+    'test_no_semantic_update_apply_same_resource_version': "a StatefulSet's re-apply writes (a defaulted field differs from the merged one)",
+    'test_noop_change_creation_time': 'an apply naming creationTimestamp: null answers the object with a changed timestamp field',
+    'test_patch_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
+    'test_update_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
+}
+
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"

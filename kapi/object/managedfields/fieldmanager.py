@@ -114,7 +114,8 @@ def apply_managed_fields(
     else:  # nothing changed: the live object, its managedFields in their place
         out = copy.deepcopy(live) if live is not None else {}
     cap_update_managers(result, MAX_UPDATE_MANAGERS)
-    if manager == _KUBECTL and live is not None and LAST_APPLIED_ANNOTATION in (_metadata(out).get("annotations") or {}):
+    annotations = _metadata(out).get("annotations") or {}
+    if manager == _KUBECTL and live is not None and LAST_APPLIED_ANNOTATION in annotations:
         out["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] = _last_applied(config)
     entries = encode_managed_fields(result)
     md = out.setdefault("metadata", {})

@@ -15,7 +15,8 @@ from typing import Any
 from kapi.object.managedfields.fieldpath import PathElement
 from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
 
-__all__ = ["KEY_DEFAULTS", "MISSING", "Shape", "as_gvk", "child_shape", "children", "deduce", "has_zero_fields", "item_element", "item_keys", "list_items", "resolve",
+__all__ = ["KEY_DEFAULTS", "MISSING", "Shape", "as_gvk", "child_shape", "children", "deduce", "has_zero_fields",
+           "item_element", "item_keys", "list_items", "resolve",
            "root_shape"]
 
 

@@ -17,7 +17,8 @@ from kapi.object.managedfields.fieldpath import FieldSet, make_path
 from kapi.object.managedfields.shape import as_gvk
 from kapi.object.schema import GVK, Schema
 
-__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "is_reset", "reset_fields_for",
+__all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "is_reset",
+           "reset_fields_for",
            "update_managed_fields"]
 
 MAX_UPDATE_MANAGERS = 10

@@ -64,8 +64,8 @@ def _element_string(pe: PathElement) -> str:
 
 
 def path_string(path: Path) -> str:
-    """structured-merge-diff's ``Path.String()``: ``.spec.containers[name="nginx"].ports[containerPort=80,protocol="TCP"]``,
-    ``[="a"]`` for a set item, ``[3]`` for an index."""
+    """structured-merge-diff's ``Path.String()``: ``.spec.containers[name="nginx"].image``, keys as
+    ``[containerPort=80,protocol="TCP"]``, ``[="a"]`` for a set item, ``[3]`` for an index."""
     return "".join(_element_string(pe) for pe in path)
 
 
@@ -250,6 +250,11 @@ class Updater:
         merged = merge(self.schema, gvk, live or {}, config)  # refuses duplicates and items without keys
         managers = dict(managers)
         last = managers.get(manager)
+        if last is not None and self.converter is not None and last.api_version != api_version:
+            try:
+                self.converter.convert(merged, last.api_version)
+            except MissingVersion:
+                last = None  # recorded in a version no longer known: nothing of it is pruned
         applied = self._ignore(field_set_of(self.schema, gvk, config, go_typed=False), api_version)
         managers[manager] = VersionedSet(applied, api_version, True)
         if last is not None and last.fields:
@@ -278,6 +283,7 @@ class Updater:
             diff = diff.filtered(ignored)
         changed = diff.modified | diff.added
         conflicts: dict[ManagerKey, FieldSet] = {}
+        managers = self._known_versions(managers, new, api_version, writer)
         for key, vs in managers.items():
             if key == writer:
                 continue
@@ -294,6 +300,21 @@ class Updater:
             if fields:
                 out[key] = VersionedSet(fields, vs.api_version, vs.applied)
         return out, diff
+
+    def _known_versions(self, managers: Managers, obj: Obj, api_version: str, writer: ManagerKey) -> Managers:
+        """The managers without those recorded in a version the converter no longer knows (SMD drops
+        them when it compares in their version). Known versions share paths here: no conversion."""
+        if self.converter is None:
+            return managers
+        out: Managers = {}
+        for key, vs in managers.items():
+            if key != writer and vs.api_version != api_version:
+                try:
+                    self.converter.convert(obj, vs.api_version)
+                except MissingVersion:
+                    continue
+            out[key] = vs
+        return out
 
     def update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers,
                manager: ManagerKey) -> tuple[Obj, Managers]:
