@@ -213,6 +213,9 @@ def prepare(server: Server) -> None:
                    MERGE), 200, what=f"the controller's update of {name}")
         check(call(server, "PATCH", f"{DEPLOYMENTS}/{name}/status?fieldManager={CONTROLLER}", dumps(CONTROLLER_STATUS),
                    MERGE), 200, what=f"the controller's status of {name}")
+    # the pod the change and no-op points re-apply
+    check(call(server, "PATCH", apply_path(PODS, POD), dumps(pod_manifest(POD, "1.3.0")), APPLY), 201, 200,
+          what=f"an apply creating Pod {POD}")
 
 
 def prepare_without_apply(server: Server) -> None:
