@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import yaml
@@ -187,8 +187,10 @@ def test_custom_resource_list_map_and_status(kubectl133: Kubectl, server: Server
 
 
 @pytest.fixture
-def api_client(server: Server) -> Any:
-    return config.new_client_from_config(config_file=str(server.kubeconfig))
+def api_client(server: Server) -> Iterator[Any]:
+    api = config.new_client_from_config(config_file=str(server.kubeconfig))
+    yield api
+    api.close()  # its connection pool's sockets, closed before the next test
 
 
 def _configmap(name: str, data: dict[str, str]) -> dict[str, Any]:
@@ -253,21 +255,21 @@ def test_lightkube_apply(server: Server, namespace: str) -> None:
     from lightkube.resources.apps_v1 import Deployment
     from lightkube.resources.core_v1 import ConfigMap
 
-    lk = Client(KubeConfig.from_file(str(server.kubeconfig)), namespace=namespace, field_manager="lk")
-    cm = lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "1"})))
-    assert cm.data == {"a": "1"} and cm.metadata.managedFields[0].manager == "lk"
-    cm = lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "2"})))
-    assert cm.data == {"a": "2"}
-    with pytest.raises(ApiError) as err:
-        lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "3"})), field_manager="rival")
-    assert err.value.status.code == 409 and 'conflict with "lk"' in err.value.status.message
-    cm = lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "3"})), field_manager="rival", force=True)
-    assert cm.data == {"a": "3"}
-    name = _name("lkdep")
-    dep = lk.apply(Deployment.from_dict(_deployment(name, replicas=2)))
-    assert dep.spec.replicas == 2
-    dep = lk.apply(Deployment.from_dict(_deployment(name, image="nginx:1.27", replicas=2)))
-    assert dep.spec.template.spec.containers[0].image == "nginx:1.27" and dep.metadata.generation == 2
+    with Client(KubeConfig.from_file(str(server.kubeconfig)), namespace=namespace, field_manager="lk") as lk:
+        cm = lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "1"})))
+        assert cm.data == {"a": "1"} and cm.metadata.managedFields[0].manager == "lk"
+        cm = lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "2"})))
+        assert cm.data == {"a": "2"}
+        with pytest.raises(ApiError) as err:
+            lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "3"})), field_manager="rival")
+        assert err.value.status.code == 409 and 'conflict with "lk"' in err.value.status.message
+        cm = lk.apply(ConfigMap.from_dict(_configmap("lk", {"a": "3"})), field_manager="rival", force=True)
+        assert cm.data == {"a": "3"}
+        name = _name("lkdep")
+        dep = lk.apply(Deployment.from_dict(_deployment(name, replicas=2)))
+        assert dep.spec.replicas == 2
+        dep = lk.apply(Deployment.from_dict(_deployment(name, image="nginx:1.27", replicas=2)))
+        assert dep.spec.template.spec.containers[0].image == "nginx:1.27" and dep.metadata.generation == 2
 
 
 async def test_lightkube_async_apply(server: Server, namespace: str) -> None:
