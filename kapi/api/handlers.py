@@ -363,8 +363,7 @@ class Handlers:
                 "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch", "force")])
         opts = self._write_options(ctx)
         out = self._out(ctx, res)
-        if not res.strategy.strategic_merge_patch and ctx.header("content-type").split(";", 1)[0].strip().lower() \
-                == "application/strategic-merge-patch+json":
+        if not res.strategy.strategic_merge_patch and media == "application/strategic-merge-patch+json":
             raise errors.UnsupportedMediaType(_NO_SMP)  # kube: custom resources have no patch strategy
         patcher = patcher_for(ctx.header("content-type"))
         try:
