@@ -762,13 +762,78 @@ for _tag, _fn in (("tag:yaml.org,2002:null", _Loader.construct_null), ("tag:yaml
     _Loader.add_constructor(_tag, _fn)
 
 
+class _NotPlainJson(Exception):
+    """The JSON reading of a document might differ from its YAML reading: read it as YAML."""
+
+
+# What a YAML reader treats otherwise than a JSON one inside a JSON document: characters YAML refuses
+# (PyYAML's and libyaml's NON_PRINTABLE), line breaks other than \n and \r (NEL, LS, PS: folded in a
+# quoted scalar), the BOM, tabs (whitespace only in some YAML places) and \u escapes (go-yaml refuses
+# an escaped surrogate, even a pair).
+_NOT_PLAIN_JSON = re.compile("[^\x0A\x0D\x20-\x7E\xA0-\uD7FF\uE000-\uFEFE\uFF00-\uFFFD\U00010000-\U0010FFFF]"
+                             "|\u2028|\u2029" r"|\\u")
+
+
+def _json_as_yaml_float(text: str) -> int | float | str:
+    """A JSON number with a fraction or exponent as go-yaml v2 resolves the same plain scalar."""
+    if _YAML_FLOAT.fullmatch(text):
+        number = float(text)
+        if math.isfinite(number):
+            return _json_number(number)
+    raise _NotPlainJson  # a string to go-yaml (``1e5``) or out of range: the YAML path decides
+
+
+def _json_as_yaml_int(text: str) -> int:
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 64):
+        raise _NotPlainJson  # a float to go-yaml
+    return value
+
+
+def _no_json_constant(name: str) -> Any:
+    raise _NotPlainJson
+
+
+def _shallow_enough(value: Any, depth: int) -> bool:
+    if isinstance(value, dict):
+        return depth < MAX_DEPTH and all(_shallow_enough(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return depth < MAX_DEPTH and all(_shallow_enough(v, depth + 1) for v in value)
+    return True
+
+
+def _load_plain_json(data: bytes | str) -> Any:
+    """``data`` read as JSON when it is a JSON object that YAML reads the same way (most apply bodies:
+    clients send JSON), ten to a hundred times faster than the YAML reader; raises ``_NotPlainJson``
+    when it is not (the caller reads it as YAML, errors included)."""
+    try:
+        text = data.decode() if isinstance(data, bytes) else data
+    except UnicodeDecodeError:
+        raise _NotPlainJson from None
+    if not text.lstrip(" \r\n").startswith("{") or _NOT_PLAIN_JSON.search(text):
+        raise _NotPlainJson
+    try:
+        value = json.loads(text, parse_float=_json_as_yaml_float, parse_int=_json_as_yaml_int,
+                           parse_constant=_no_json_constant)
+    except (ValueError, RecursionError):
+        raise _NotPlainJson from None
+    if not _shallow_enough(value, 1):
+        raise _NotPlainJson
+    return value
+
+
 def load_yaml(data: bytes | str) -> Any:
     """The first YAML document of ``data`` as JSON-compatible values (str, int, float, bool, None, list, dict).
 
     Raises ``errors.BadRequest`` (``error converting YAML to JSON: ...``) for syntax errors, values
     JSON cannot carry (``.nan``, ``.inf``, keys that are null, lists or maps), aliases expanding
-    past MAX_YAML_NODES or into themselves, and nesting deeper than MAX_DEPTH.
+    past MAX_YAML_NODES or into themselves, and nesting deeper than MAX_DEPTH. A JSON object that
+    YAML reads the same way is read by the JSON reader (``_load_plain_json``).
     """
+    try:
+        return _load_plain_json(data)
+    except _NotPlainJson:
+        pass
     loader: _Loader | None = None
     try:
         loader = _Loader(data)  # its reader already refuses bytes that are not UTF-8

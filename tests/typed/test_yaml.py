@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kapi import errors
 from kapi.object import typed
@@ -98,3 +101,60 @@ def test_surrogate_escapes_are_refused_as_go_yaml_refuses_them(doc: bytes) -> No
     with pytest.raises(errors.BadRequest, match="invalid Unicode character escape code"):
         typed.load_yaml(doc)
     assert typed.load_yaml('a: "\\U0001F600 \\u00e9"'.encode()) == {"a": "\U0001F600 \u00e9"}
+
+
+# A JSON object that YAML reads the same way is read by the JSON reader (apply bodies are mostly
+# JSON); what it reads must be what the YAML reader makes of the same text, and anything the two
+# might read differently must go to the YAML reader.
+
+def _yaml_reading(text: str) -> Any:
+    """What the YAML reader alone makes of ``text`` (the JSON reader refused), or the error's message."""
+    loader = typed._Loader(text.encode())
+    try:
+        node = loader.get_node() if loader.check_node() else None
+        return loader.construct_document(node) if node is not None else None
+    except Exception as exc:  # noqa: BLE001 - compared as text
+        return f"error: {type(exc).__name__}"
+    finally:
+        loader.dispose()
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1}', '{"a":1.0,"b":1.5e+3,"c":-2.50,"d":1.5E-3}', '{"a":"é😀"}', ' \n{"x": {"<<": {"b": 1}}}',
+    '{"a":1,"a":2}', '{"a":-0}', '{"a":-0.0}', '{"a":true,"b":null,"c":false,"d":[],"e":{}}',
+    '{"a":"yes","b":"1","c":"~","d":"","e":"#x &y *z !t"}', '{"a":"x\\ny\\"\\\\ \\/ \\t \\b \\f \\r"}',
+    '{"a":12345678901234567890}', '{"a" : 1 , "b" :[ 1 ,2 ] }',
+])
+def test_json_reader_reads_as_yaml(text: str) -> None:
+    assert typed._load_plain_json(text) == _yaml_reading(text)
+    assert repr(typed.load_yaml(text)) == repr(_yaml_reading(text))
+
+
+@pytest.mark.parametrize("text", [
+    '{"a":1e5}',  # a string to go-yaml v2
+    '{"a":18446744073709551616}', '{"a":-9223372036854775809}',  # floats to go-yaml
+    '{"a":NaN}', '{"a":"\\u00e9"}', '{"a":"\\ud83d\\ude00"}',  # escapes: go-yaml refuses surrogates
+    '{"a":"x\u0085y"}', '{"a":"x\u2028y"}', '{"a":"\x7f"}', '{"a":"\ufeff"}', '{"a":\t1}',
+    '{"a":1} x', '[1]', '{"a":' * 101 + '1' + '}' * 101,
+])
+def test_json_reader_leaves_to_yaml_what_it_might_read_otherwise(text: str) -> None:
+    with pytest.raises(typed._NotPlainJson):
+        typed._load_plain_json(text)
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8), lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                     max_size=4), max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=5), _JSON_VALUES, max_size=5), ascii_only=st.booleans(),
+       spaced=st.booleans())
+def test_json_reader_agrees_with_yaml_reader(value: dict[str, Any], ascii_only: bool, spaced: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only, separators=(", ", ": ") if spaced else (",", ":"))
+    try:
+        fast = typed._load_plain_json(text)
+    except typed._NotPlainJson:
+        return
+    assert repr(fast) == repr(_yaml_reading(text))

@@ -126,7 +126,7 @@ def decode_managed_fields(entries: Any) -> Managed:
         time = normalize_time(time) if time is not None else None
         applied = operation == "Apply"
         key = ManagerKey(manager, operation, "" if applied else api_version, subresource)
-        managed.fields[key] = VersionedSet(FieldSet.from_fields_v1(entry.get("fieldsV1")), api_version, applied)
+        managed.fields[key] = VersionedSet(FieldSet.from_fields_v1_kept(entry.get("fieldsV1")), api_version, applied)
         managed.times[key] = time
     return managed
 

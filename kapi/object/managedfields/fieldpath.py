@@ -7,12 +7,15 @@ Nothing here knows the schema; ``shape`` and ``compare`` walk objects to make th
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
+
+import orjson
 
 __all__ = ["FieldSet", "Path", "PathElement", "fields_v1", "go_json", "make_path", "parse_fields_v1"]
 
@@ -113,6 +116,8 @@ class PathElement(str):
     @classmethod
     def of_key(cls, keys: Mapping[str, Any]) -> PathElement:
         """An item of a list-map, named by its key fields."""
+        if all(type(v) in _SCALARS for v in keys.values()):  # the usual keys: names, ports, protocols
+            return _scalar_key(tuple(sorted((n, type(v), v) for n, v in keys.items())))
         names = sorted(keys)
         return cls((1, tuple((n, _value_order(keys[n])) for n in names)),
                    "k:" + go_json({n: keys[n] for n in names}))
@@ -134,6 +139,10 @@ class PathElement(str):
         Raises:
             ValueError: the key is malformed.
         """
+        return _parse(text) if cls is PathElement else cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> PathElement | None:
         if len(text) < 2:
             raise ValueError(f"key must be 2 characters long: {text!r}")
         if text[1] != ":":
@@ -159,6 +168,22 @@ class PathElement(str):
 
     def __str__(self) -> str:
         return self.text
+
+
+_SCALARS = frozenset({str, int, bool, float, type(None)})
+
+
+@functools.lru_cache(maxsize=16384)
+def _scalar_key(items: tuple[tuple[str, type, Any], ...]) -> PathElement:
+    """``of_key`` for scalar key values (their type is part of the cache key: ``True == 1``)."""
+    keys = {n: v for n, _, v in items}
+    return PathElement((1, tuple((n, _value_order(v)) for n, v in keys.items())), "k:" + go_json(keys))
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse(text: str) -> PathElement | None:
+    """``PathElement.parse``, kept: managedFields are decoded on every write of an object."""
+    return PathElement._parse(text)
 
 
 Path = tuple[PathElement, ...]
@@ -194,6 +219,16 @@ class FieldSet:
         return cls(out)
 
     @classmethod
+    def from_fields_v1_kept(cls, data: Any) -> FieldSet:
+        """``from_fields_v1`` through a cache of recently decoded sets (by their JSON): an object's
+        entries are decoded again at each of its writes, and mostly unchanged."""
+        try:
+            text = orjson.dumps(data)
+        except TypeError:
+            return cls.from_fields_v1(data)
+        return _decoded(text)
+
+    @classmethod
     def from_json(cls, text: str | bytes) -> FieldSet:
         """Parse FieldsV1 JSON text."""
         try:
@@ -215,6 +250,11 @@ class FieldSet:
     def to_json(self) -> str:
         """Compact FieldsV1 JSON, byte for byte what kube stores."""
         return json.dumps(self.to_fields_v1(), ensure_ascii=False, separators=(",", ":"))
+
+    @property
+    def paths(self) -> frozenset[Path]:
+        """The paths, unordered (iterating the set sorts them)."""
+        return self._paths
 
     def __contains__(self, path: object) -> bool:
         return path in self._paths
@@ -296,6 +336,11 @@ def _read_fields_v1(data: Any, prefix: Path, out: set[Path]) -> bool:
             out.add(path)
     # A node with no children is a leaf, so it is a member even without ".".
     return explicit or not has_children
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded(text: bytes) -> FieldSet:
+    return FieldSet.from_fields_v1(orjson.loads(text))
 
 
 def fields_v1(paths: Iterable[Path] | FieldSet) -> dict[str, Any]:

@@ -95,22 +95,29 @@ def _kind(value: Any) -> str:
 
 def _merge(schema: Schema, shape: Shape, lhs: Any, rhs: Any, path: str) -> Any:
     if rhs is None:
-        return copy.deepcopy(lhs) if lhs is not None and shape.kind in ("struct", "map", "list", "cr_root") \
+        return _copy(lhs) if lhs is not None and shape.kind in ("struct", "map", "list", "cr_root") \
             and isinstance(lhs, (dict, list)) else None
     if shape.kind in ("struct", "map", "cr_root", "deduced") and isinstance(rhs, dict):
         if not isinstance(lhs, dict):
             lhs = {}
-        out = {k: copy.deepcopy(v) for k, v in lhs.items()}
+        out = {k: v if k in rhs else _copy(v) for k, v in lhs.items()}  # what rhs has is merged below
         for key, value in rhs.items():
-            if key in lhs:
-                out[key] = _merge(schema, child_shape(schema, shape, key), lhs[key], value, f"{path}.{key}")
-            else:
-                out[key] = _merge(schema, child_shape(schema, shape, key), None, value, f"{path}.{key}")
+            out[key] = _merge(schema, child_shape(schema, shape, key), lhs.get(key), value, f"{path}.{key}")
         return out
     if shape.kind == "list" and isinstance(rhs, list):
         return _merge_list(schema, shape, lhs if isinstance(lhs, list) else [], rhs, path)
     # atomic, scalar, a free-form leaf, or a value of another type than the schema's: the patch's wins
-    return copy.deepcopy(rhs)
+    return _copy(rhs)
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a JSON value (an orjson round trip for containers: several times faster than deepcopy)."""
+    if type(value) is dict or type(value) is list:
+        try:
+            return orjson.loads(orjson.dumps(value))
+        except TypeError:  # an integer orjson cannot carry, a value nested past its limit
+            return copy.deepcopy(value)
+    return value
 
 
 def _key(shape: Shape, item: Any, path: str) -> Any:
@@ -159,7 +166,7 @@ def _merge_list(schema: Schema, shape: Shape, lhs: list[Any], rhs: list[Any], pa
 
     def emit_rhs(k: Any) -> None:
         done.add(k)
-        out.append(_merge(schema, elem, lby.get(k), rby[k], path) if shape.keys else copy.deepcopy(rby[k]))
+        out.append(_merge(schema, elem, lby.get(k), rby[k], path) if shape.keys else _copy(rby[k]))
 
     li = ri = 0
     while li < len(lkeys) or ri < len(rkeys):
@@ -179,12 +186,12 @@ def _merge_list(schema: Schema, shape: Shape, lhs: list[Any], rhs: list[Any], pa
                 emit_rhs(rkeys[ri])
                 ri += 1
             else:
-                out.append(copy.deepcopy(lby[lk]))
+                out.append(_copy(lby[lk]))
                 done.add(lk)
                 li += 1
         elif li < len(lkeys):
             lk = lkeys[li]
-            out.append(copy.deepcopy(lby[lk]))
+            out.append(_copy(lby[lk]))
             done.add(lk)
             li += 1
         else:

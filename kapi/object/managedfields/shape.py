@@ -72,9 +72,25 @@ def _type_shape(t: TypeDef, map_type: str) -> Shape:
 
 
 def resolve(schema: Schema, f: FieldDef | None) -> Shape:
-    """The shape of a field, list item or map value (kube's OpenAPI-to-SMD conversion)."""
+    """The shape of a field, list item or map value (kube's OpenAPI-to-SMD conversion), kept per schema
+    generation in ``schema.compiled`` (every walk of an object asks for the same few hundred)."""
     if f is None:
         return _DEDUCED
+    cache = schema.compiled.get(_SHAPES)
+    if cache is None or cache[0] != schema.generation:
+        cache = schema.compiled[_SHAPES] = (schema.generation, {})
+    hit = cache[1].get(id(f))
+    if hit is not None and hit[0] is f:
+        return hit[1]  # type: ignore[no-any-return]
+    shape = _resolve(schema, f)
+    cache[1][id(f)] = (f, shape)  # f is kept alive with its shape, so its id stays its own
+    return shape
+
+
+_SHAPES = "managedfields.shapes"
+
+
+def _resolve(schema: Schema, f: FieldDef) -> Shape:
     if f.ref:
         t = schema.get(f.ref)
         return _DEDUCED if t is None else _type_shape(t, f.map_type)

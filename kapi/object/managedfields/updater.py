@@ -133,7 +133,7 @@ class Converter(Protocol):
 def _tree(paths: FieldSet) -> dict[PathElement, Any]:
     """A set as nested dicts: element -> (member?, children)."""
     root: dict[PathElement, Any] = {}
-    for path in paths:
+    for path in paths.paths:
         node = root
         for i, pe in enumerate(path):
             entry = node.setdefault(pe, [False, {}])
@@ -181,18 +181,23 @@ def remove_items(schema: Schema, gvk: GVK, obj: Obj, paths: FieldSet) -> Obj:
 def ensure_named_fields_are_members(schema: Schema, gvk: GVK, paths: FieldSet) -> FieldSet:
     """``Set.EnsureNamedFieldsAreMembers``: every struct field with children in the set is a member too
     (not map keys nor list items)."""
-    out: set[Path] = set(paths)
-    root = root_shape(schema, gvk)
-    for path in paths:
-        shape = root
-        for i, pe in enumerate(path[:-1]):
-            named = pe.text.startswith("f:") and (
-                shape.kind == "struct" and shape.type is not None and shape.type.field(pe.text[2:]) is not None
-                or shape.kind == "cr_root" and pe.text in ("f:metadata", "f:apiVersion", "f:kind"))
-            if named:
-                out.add(path[:i + 1])
-            shape = resolve(schema, shape.elem) if shape.kind == "list" else child_shape(schema, shape, pe.text[2:])
+    out: set[Path] = set(paths.paths)
+    _named(schema, root_shape(schema, gvk), _tree(paths), (), out)
     return FieldSet(out)
+
+
+def _named(schema: Schema, shape: Shape, tree: dict[PathElement, Any], prefix: Path, out: set[Path]) -> None:
+    for pe, (_, below) in tree.items():
+        if not below:
+            continue
+        path = (*prefix, pe)
+        text = pe.text
+        if text.startswith("f:") and (
+                shape.kind == "struct" and shape.type is not None and shape.type.field(text[2:]) is not None
+                or shape.kind == "cr_root" and text in ("f:metadata", "f:apiVersion", "f:kind")):
+            out.add(path)
+        child = resolve(schema, shape.elem) if shape.kind == "list" else child_shape(schema, shape, text[2:])
+        _named(schema, child, below, path, out)
 
 
 # ------------------------------------------------------------ the updater
