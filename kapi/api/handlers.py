@@ -425,7 +425,7 @@ class Handlers:
         opts = self._write_options(ctx)
         out = self._out(ctx, res)
         forced = _parse_bool("force", force) if force is not None else False
-        if info.subresource not in ("", "status"):
+        if info.subresource not in ("", "status", "scale"):
             raise errors.MethodNotAllowed(f"server-side apply is not served for the {info.subresource} subresource")
         try:
             config = typed.load_yaml(ctx.body) if ctx.body.strip() else None

@@ -199,3 +199,41 @@ async def test_apply_answers_protobuf(api: Api) -> None:
     assert r.status == 201
     assert r.headers["content-type"] == "application/vnd.kubernetes.protobuf"
     assert r.body.startswith(b"k8s\x00")
+
+
+async def test_apply_on_scale_conflicts_then_takes_replicas_from_the_parents_applier(api: Api) -> None:
+    assert (await apply(api, f"{DEPLOYS}/web", deployment(replicas=2))).status == 201
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}, "spec": {"replicas": 5}}
+    c = await apply(api, f"{DEPLOYS}/web/scale", scale, manager="hpa")
+    assert c.status == 409, c.json()
+    assert c.json()["message"] == 'Apply failed with 1 conflict: conflict with "mgr": .spec.replicas'
+    r = await apply(api, f"{DEPLOYS}/web/scale", scale, manager="hpa", extra="&force=true")
+    assert r.status == 200, r.json()
+    assert r.json()["kind"] == "Scale" and r.json()["spec"]["replicas"] == 5
+    obj = (await api.request("GET", f"{DEPLOYS}/web")).json()
+    assert obj["spec"]["replicas"] == 5
+    entries = {(e["manager"], e["operation"], e.get("subresource", "")): e for e in obj["metadata"]["managedFields"]}
+    hpa = entries[("hpa", "Apply", "scale")]
+    assert hpa["apiVersion"] == "apps/v1" and hpa["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert "f:replicas" not in entries[("mgr", "Apply", "")]["fieldsV1"]["f:spec"]
+    # the parent's applier, no longer owning replicas, re-applies without them: nothing is pruned
+    again = deployment(replicas=2)
+    del again["spec"]["replicas"]
+    assert (await apply(api, f"{DEPLOYS}/web", again)).status == 200
+    assert (await api.request("GET", f"{DEPLOYS}/web")).json()["spec"]["replicas"] == 5
+    # the scale's applier applies the same replicas again: no write
+    rv = (await api.request("GET", f"{DEPLOYS}/web")).json()["metadata"]["resourceVersion"]
+    same = await apply(api, f"{DEPLOYS}/web/scale", scale, manager="hpa")
+    assert same.status == 200 and same.json()["metadata"]["resourceVersion"] == rv
+
+
+async def test_apply_on_scale_of_a_missing_object_or_in_another_version(api: Api) -> None:
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "none"}, "spec": {"replicas": 1}}
+    assert (await apply(api, f"{DEPLOYS}/none/scale", scale)).status == 404
+    assert (await apply(api, f"{DEPLOYS}/web", deployment())).status == 201
+    wrong = {**scale, "apiVersion": "apps/v1", "metadata": {"name": "web"}}
+    r = await apply(api, f"{DEPLOYS}/web/scale", wrong)
+    assert r.status == 400 and r.json()["message"] == ("Incorrect version specified in apply patch. Specified patch "
+                                                       "version: apps/v1, expected: autoscaling/v1")
+    negative = {**scale, "metadata": {"name": "web"}, "spec": {"replicas": -1}}
+    assert (await apply(api, f"{DEPLOYS}/web/scale", negative, extra="&force=true")).status == 422

@@ -284,3 +284,20 @@ async def test_deprecated_version_warning(nursery: trio.Nursery) -> None:
     assert r.status == 200 and r.json()["apiVersion"] == f"{GROUP}/v1" and not r.header_values("warning")
     kv = await api.registry.storage.get(f"/registry/{GROUP}/widgets/default/a")
     assert codec.decode_object(kv.value)["apiVersion"] == f"{GROUP}/v1"
+
+
+async def test_apply_on_a_custom_resources_scale(cr_api: Api) -> None:
+    apply_type = "application/apply-patch+yaml"
+    body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "sc"},
+            "spec": {"color": "red", "replicas": 1}}
+    r = await cr_api.request("PATCH", f"{NS}/sc?fieldManager=author", body, content_type=apply_type)
+    assert r.status == 201, r.json()
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "sc"}, "spec": {"replicas": 4}}
+    r = await cr_api.request("PATCH", f"{NS}/sc/scale?fieldManager=hpa&force=true", scale, content_type=apply_type)
+    assert r.status == 200 and r.json()["spec"]["replicas"] == 4, r.json()
+    obj = (await cr_api.request("GET", f"{NS}/sc")).json()
+    assert obj["spec"] == {"color": "red", "replicas": 4, "size": 3}
+    entries = {(e["manager"], e.get("subresource", "")): e for e in obj["metadata"]["managedFields"]}
+    assert entries[("hpa", "scale")]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    assert entries[("hpa", "scale")]["apiVersion"] == f"{GROUP}/v1"
+    assert entries[("author", "")]["fieldsV1"]["f:spec"] == {"f:color": {}}
