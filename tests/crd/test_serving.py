@@ -286,7 +286,7 @@ async def test_deprecated_version_warning(nursery: trio.Nursery) -> None:
     assert codec.decode_object(kv.value)["apiVersion"] == f"{GROUP}/v1"
 
 
-async def test_apply_on_a_custom_resources_scale(cr_api: Api) -> None:
+async def test_apply_on_a_custom_resources_scale(cr_api: Any) -> None:
     apply_type = "application/apply-patch+yaml"
     body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "sc"},
             "spec": {"color": "red", "replicas": 1}}
