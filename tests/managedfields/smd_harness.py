@@ -10,6 +10,8 @@ tests' ``SameVersionParser``. Managers are strings there; here each is ``Manager
 
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -104,7 +106,8 @@ class _SchemaBuilder:
             self.types.append(self.struct(name, t["map"], name))
 
     def struct(self, name: str, m: Mapping[str, Any], where: str) -> TypeDef:
-        fields = {f["name"]: self.atom(f["name"], f["type"], f"{where}.{f['name']}") for f in m.get("fields") or ()}
+        fields = {f["name"]: dataclasses.replace(self.atom(f["name"], f["type"], f"{where}.{f['name']}"),
+                                                 default=f.get("default")) for f in m.get("fields") or ()}
         atomic = m.get("elementRelationship") == "atomic"
         if not fields:
             # A map without fields: kapi's types have no granular map of its own, so the root type is

@@ -8,11 +8,7 @@ from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, Dedu
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
-KNOWN_GAPS = {
-    'test_default_keys_flat[apply_missing_undefaulted_defaulted_key]': "schema-declared defaults of list-map key fields are not read (only ports' protocol defaults to TCP)",
-    'test_default_keys_nested[apply_integer_key_with_float_default]': "schema-declared defaults of list-map key fields are not read (only ports' protocol defaults to TCP)",
-    'test_default_keys_nested[apply_missing_every_key_nested]': "schema-declared defaults of list-map key fields are not read (only ports' protocol defaults to TCP)",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 portListParser = Parser("""types:

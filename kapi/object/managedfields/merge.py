@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from kapi.object.managedfields.shape import KEY_DEFAULTS, Shape, as_gvk, child_shape, resolve, root_shape
+from kapi.object.managedfields.shape import Shape, as_gvk, child_shape, item_keys, resolve, root_shape
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["MergeError", "atomic_paths", "merge", "structural_types", "type_errors"]
@@ -125,13 +125,20 @@ def _key(shape: Shape, item: Any, path: str) -> Any:
     if shape.keys:
         if not isinstance(item, dict):
             raise MergeError(f"{path}: expected a map item in an associative list, got {_show(item)}")
-        missing = [k for k in shape.keys if k not in item and k not in KEY_DEFAULTS]
-        if missing:
-            raise MergeError(f"{path}: associative list with keys has an element that omits key field "
-                             f"{missing[0]!r} (and doesn't have default value)")
-        return tuple((k, orjson.dumps(item.get(k, KEY_DEFAULTS.get(k)), option=orjson.OPT_SORT_KEYS))
-                     for k in shape.keys)
-    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+        keys = item_keys(shape, item)
+        if keys is None:
+            names = " ".join(orjson.dumps(k).decode() for k in shape.keys)
+            raise MergeError(f"{path}: associative list with keys has an element that omits all key fields "
+                             f"[{names}] (and doesn't have default values for any key fields)")
+        return tuple((k, _value_text(v)) for k, v in keys.items())
+    return _value_text(item)
+
+
+def _value_text(v: Any) -> bytes:
+    """A value's identity as text: numbers as values (``2.0`` is ``2``), maps with sorted keys."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return orjson.dumps(v, option=orjson.OPT_SORT_KEYS)
 
 
 def _show(v: Any) -> str:
@@ -245,7 +252,7 @@ def structural_types(group: str, version: str, kind: str, root: Any) -> list[Any
                             list_type=s.list_type or "atomic", list_map_keys=tuple(s.list_map_keys))
         if s.int_or_string or not s.type:
             return FieldDef(name=name, type="any" if not s.int_or_string else "string")
-        return FieldDef(name=name, type=s.type)
+        return FieldDef(name=name, type=s.type, default=s.default if s.has_default else None)
 
     def struct(ref: str, s: Any, path: str, gvk: Any = None) -> None:
         fields = {n: shape(n, child, f"{path}.{n}") for n, child in s.properties.items()}

@@ -28,6 +28,14 @@ class Shape:
     type: TypeDef | None = None
     elem: FieldDef | None = None
     keys: tuple[str, ...] = ()  # list-map keys; empty for a set
+    key_defaults: tuple[tuple[str, Any], ...] = ()  # the keys an item may leave out, with their defaults
+
+    def key_default(self, name: str) -> Any:
+        """The default of key field ``name``, MISSING when it has none."""
+        for k, v in self.key_defaults:
+            if k == name:
+                return v
+        return MISSING
 
 
 _SCALAR = Shape("scalar")
@@ -106,13 +114,28 @@ def _resolve(schema: Schema, f: FieldDef) -> Shape:
             return _ATOMIC
         if relation == "map":
             keys = f.list_map_keys or ((f.merge_key,) if f.merge_key else ())
-            return Shape("list", elem=f.items, keys=keys)
+            return Shape("list", elem=f.items, keys=keys, key_defaults=_key_defaults(schema, f.items, keys))
         return Shape("list", elem=f.items)
     if f.type == "object":
         if f.map_type == "atomic":
             return _ATOMIC
         return Shape("map", elem=f.values) if f.values is not None else _DEDUCED
     return _DEDUCED if f.type == "any" else _SCALAR
+
+
+def _key_defaults(schema: Schema, items: FieldDef, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """The defaults of a list-map's key fields: declared in the schema (structured-merge-diff's
+    default keys), else ``KEY_DEFAULTS`` (kube's OpenAPI defaults ports' protocol)."""
+    t = schema.get(items.ref) if items.ref else None
+    out = []
+    for k in keys:
+        f = t.field(k) if t is not None else None
+        default = f.default if f is not None else None
+        if default is None or isinstance(default, (dict, list)):
+            default = KEY_DEFAULTS.get(k)
+        if default is not None:
+            out.append((k, default))
+    return tuple(out)
 
 
 def child_shape(schema: Schema, shape: Shape, name: str) -> Shape:
@@ -215,18 +238,19 @@ KEY_DEFAULTS = {"protocol": "TCP"}
 
 
 def item_keys(shape: Shape, item: Any) -> dict[str, Any] | None:
-    """A list-map item's key fields, defaulted keys filled; None when it lacks one."""
+    """A list-map item's key fields, defaulted keys filled, missing ones left out (structured-merge-diff
+    v4.6); None when it has none."""
     if not isinstance(item, dict):
         return None
     keys = {}
     for k in shape.keys:
         if k in item:
             keys[k] = item[k]
-        elif k in KEY_DEFAULTS:
-            keys[k] = KEY_DEFAULTS[k]
         else:
-            return None
-    return keys
+            default = shape.key_default(k)
+            if default is not MISSING:
+                keys[k] = default
+    return keys or None  # a key field without a value or default is left out; all of them, no name
 
 
 def item_element(shape: Shape, item: Any) -> PathElement | None:

@@ -104,6 +104,8 @@ class FieldDef:
     map_type: str = ""
     required: bool = False
     proto: int | None = None
+    # A declared default (a custom resource's ``default``; server-side apply fills list-map keys with it).
+    default: Any = dataclass_field(default=None, compare=False, hash=False)
 
     @property
     def patch_strategies(self) -> frozenset[str]:
