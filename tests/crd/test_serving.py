@@ -301,3 +301,35 @@ async def test_apply_on_a_custom_resources_scale(cr_api: Any) -> None:
     assert entries[("hpa", "scale")]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
     assert entries[("hpa", "scale")]["apiVersion"] == f"{GROUP}/v1"
     assert entries[("author", "")]["fieldsV1"]["f:spec"] == {"f:color": {}}
+
+
+async def test_apply_fills_list_map_keys_with_their_schema_defaults(nursery: trio.Nursery) -> None:
+    crd = widget_crd()
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["ports"] = {
+        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name", "protocol"],
+        "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"}, "protocol": {"type": "string", "default": "UDP"},
+            "port": {"type": "integer"}}}}
+    api = await serve_crds(nursery, crd)
+    apply_type = "application/apply-patch+yaml"
+
+    async def apply(manager: str, ports: list[dict[str, Any]]) -> Any:
+        body = {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "p"}, "spec": {"ports": ports}}
+        return await api.request("PATCH", f"{NS}/p?fieldManager={manager}", body, content_type=apply_type)
+
+    assert (await apply("a", [{"name": "dns", "port": 53}])).status == 201
+    # b names the same item with its defaulted key spelled out, and adds a field of its own to it
+    r = await apply("b", [{"name": "dns", "protocol": "UDP", "port": 53}, {"name": "web", "protocol": "TCP"}])
+    assert r.status == 200, r.json()
+    obj = r.json()
+    assert obj["spec"]["ports"] == [{"name": "dns", "port": 53, "protocol": "UDP"}, {"name": "web", "protocol": "TCP"}]
+    entries = {e["manager"]: e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
+    assert set(entries["a"]["f:spec"]["f:ports"]) == {'k:{"name":"dns","protocol":"UDP"}'}
+    assert set(entries["b"]["f:spec"]["f:ports"]) == {'k:{"name":"dns","protocol":"UDP"}',
+                                                     'k:{"name":"web","protocol":"TCP"}'}
+    # a changes the shared port: a conflict with b, named by the defaulted key
+    c = await apply("a", [{"name": "dns", "port": 5353}])
+    assert c.status == 409
+    assert c.json()["message"] == ('Apply failed with 1 conflict: conflict with "b": '
+                                   '.spec.ports[name="dns",protocol="UDP"].port')
