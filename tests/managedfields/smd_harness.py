@@ -11,8 +11,6 @@ tests' ``SameVersionParser``. Managers are strings there; here each is ``Manager
 from __future__ import annotations
 
 import dataclasses
-
-import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -20,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from kapi.object.managedfields.entries import ManagerKey, VersionedSet
+from kapi.object.managedfields.entries import ManagerKey
 from kapi.object.managedfields.fieldpath import FieldSet, Path, PathElement
 from kapi.object.managedfields.updater import Conflicts, Converter, Managers, Updater
 from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
