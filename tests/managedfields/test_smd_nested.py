@@ -9,11 +9,6 @@ from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, Dedu
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
 KNOWN_GAPS = {
-    'test_update_nested_type[mapOfLists_change_key_and_value]': "an entry of a granular map with children is not a member ('.') of the applied set",
-    'test_update_nested_type[mapOfLists_change_value]': "an entry of a granular map with children is not a member ('.') of the applied set",
-    'test_update_nested_type[mapOfMapsRecursive_change_middle_key]': 'a nested map key an applier drops is not pruned below its first level',
-    'test_update_nested_type[mapOfMaps_change_key_and_value]': "an entry of a granular map with children is not a member ('.') of the applied set",
-    'test_update_nested_type[mapOfMaps_change_value]': "an entry of a granular map with children is not a member ('.') of the applied set",
     'test_update_nested_type[struct_apply_remove_dangling]': 'a struct whose owned children were all pruned stays {} where SMD leaves null',
 }
 

@@ -158,8 +158,12 @@ def _raw_set(schema: Schema, shape: Shape, value: Any, path: Path, out: set[Path
             _raw_set(schema, item_shape, item, path + (pe,), out)
         return
     if kind in ("struct", "map", "cr_root", "dmap") and isinstance(value, dict) and value:
+        fields = shape.type if kind == "struct" else None
         for key, v in value.items():
-            _raw_set(schema, child_shape(schema, shape, key), v, path + (PathElement.of_field(key),), out)
+            sub = path + (PathElement.of_field(key),)
+            _raw_set(schema, child_shape(schema, shape, key), v, sub, out)
+            if fields is None or fields.field(key) is None:
+                out.add(sub)  # a map's entry is a member even with children (SMD's visitMapItems)
         return
     if path:
         out.add(path)
