@@ -77,7 +77,7 @@ async def _apply_scale(registry: Registry, res: Resource, namespace: str, name: 
                        *, force: bool) -> Obj:
     """An apply of a Scale on ``res``'s scale subresource (kube's scale REST with its ScaleHandler); the
     Scale after it. The object must exist (404 otherwise, as kube's scale subresource)."""
-    path = replicas_path(getattr(res.strategy, "spec_replicas_path", "") or ".spec.replicas")
+    path = replicas_path(res.strategy.spec_replicas_path or ".spec.replicas")
     md = config.get("metadata") if isinstance(config.get("metadata"), dict) else {}
     if md.get("name", name) != name:
         raise errors.BadRequest(f"the name of the object ({md.get('name')}) does not match the name on "

@@ -210,6 +210,8 @@ class Strategy:
 
     # ------------------------------------------------------------------ scale
 
+    spec_replicas_path = ".spec.replicas"  # where a Scale's spec.replicas lives (a CRD's specReplicasPath)
+
     def scale_of(self, obj: Obj) -> tuple[int, int, str]:
         """(spec replicas, status replicas, label selector string) of a scalable object, for its Scale."""
         spec = obj.get("spec") or {}
