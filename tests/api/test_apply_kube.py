@@ -18,7 +18,6 @@ KNOWN_GAPS = {
     'test_clear_managed_fields_with_update_empty_list': "a PUT with managedFields: [] then tracks the writer's fields again where kube leaves none",
     'test_create_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
     'test_dropping_subresource_field': "an entry's subresource dropped by a client is not kept from the stored entry",
-    'test_duplicates_in_associative_lists': 'repeated list-map keys written by an update are not owned atomically as SMD does',
     'test_no_semantic_update_apply_same_resource_version': "a StatefulSet's re-apply writes (a defaulted field differs from the merged one)",
     'test_noop_change_creation_time': 'an apply naming creationTimestamp: null answers the object with a changed timestamp field',
     'test_patch_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
@@ -691,3 +690,18 @@ spec:
                              "f:image": {}, "f:name": {},
                              "f:ports": {'k:{"containerPort":443,"protocol":"TCP"}': {
                                  ".": {}, "f:containerPort": {}, "f:name": {}}}}}}}}}}
+    # an apply naming the repeated key conflicts with the creator, who owns the repeated items as a whole;
+    # forced, its one item replaces them all and the creator's marker goes
+    path_env = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "example-daemonset"},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "nginx", "env": [{"name": "PATH", "value": "/usr/bin"}]}]}}}}
+    url = "/apis/apps/v1/namespaces/default/daemonsets/example-daemonset"
+    r = await apply(api, url, path_env, "fixer")
+    assert r.status == 409, r.body
+    assert '.spec.template.spec.containers[name="nginx"].env[name="PATH"]' in r.json()["message"]
+    obj = ok(await apply(api, url, path_env, "fixer", force=True))
+    env = obj["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env] == ["ENV0", "PATH", "HOME"] and env[1]["value"] == "/usr/bin"
+    creator = next(e for e in entries(obj) if e["manager"] == "create")
+    c_env = creator["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]['k:{"name":"nginx"}']["f:env"]
+    assert 'k:{"name":"PATH"}' not in c_env and 'k:{"name":"ENV0"}' in c_env

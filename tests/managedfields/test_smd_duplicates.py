@@ -8,22 +8,7 @@ from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, Dedu
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
-KNOWN_GAPS = {
-    'test_duplicates[list/merge/apply_update_duplicates_apply_without]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/merge/change_duplicated_item]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/merge/change_non_duplicated_item]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/merge/unchanged_duplicated_item]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/merge/unrelated_with_duplicated_items]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/ownership/add_duplicated_items_different_field]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/ownership/add_unrelated_to_list_with_duplicates]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/ownership/change_duplicated_items]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/ownership/change_fields_duplicated_items]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[list/ownership/duplicated_items]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[sets/merging/ignore_duplicate]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[sets/merging/remove_duplicate]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[sets/ownership/add_duplicate]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-    'test_duplicates[sets/ownership/remove_duplicate]': 'repeated list-map keys and set values in live objects: kapi keeps the first item and merge refuses them, SMD owns a repeated item atomically',
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 duplicatesParser = Parser("""types:

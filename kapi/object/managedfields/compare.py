@@ -6,14 +6,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
 from kapi.object.managedfields.fieldpath import FieldSet, Path, PathElement
 from kapi.object.managedfields.shape import (MISSING, Shape, as_gvk, child_shape, children, deduce,
-                                             has_zero_fields, list_items, resolve, root_shape)
+                                             has_zero_fields, list_groups, list_items, resolve,
+                                             root_shape)
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["Comparison", "compare", "field_set_of"]
@@ -75,6 +76,23 @@ class _Diff:
         elif rhs is MISSING:
             self.removed.add(path)
 
+    def items(self, shape: Shape, lhs: Sequence[Any], rhs: Sequence[Any], path: Path) -> None:
+        """The items of one key (or set value) on each side; a repeated key is one atomic item
+        (structured-merge-diff's compare of duplicates)."""
+        if len(lhs) <= 1 and len(rhs) <= 1:
+            self.walk(shape, lhs[0] if lhs else MISSING, rhs[0] if rhs else MISSING, path)
+        elif len(lhs) >= 2 and len(rhs) >= 2:
+            if not _json_equal(list(lhs), list(rhs)):
+                self.modified.add(path)
+        elif len(lhs) >= 2:  # no longer repeated: the new item's fields are added, the marker goes
+            if rhs:
+                self.walk(shape, MISSING, rhs[0], path)
+            self.removed.add(path)
+        else:  # newly repeated: the old item's fields go, the marker is added
+            if lhs:
+                self.walk(shape, lhs[0], MISSING, path)
+            self.added.add(path)
+
     def walk(self, shape: Shape, lhs: Any, rhs: Any, path: Path) -> None:
         kind = shape.kind
         if kind == "deduced":
@@ -96,10 +114,10 @@ class _Diff:
             if not llist and not rlist:
                 self.leaf(lhs, rhs, path)
                 return
-            litems, ritems = list_items(shape, llist), list_items(shape, rlist)
+            litems, ritems = list_groups(shape, llist), list_groups(shape, rlist)
             item_shape = resolve(self.schema, shape.elem)
             for pe in dict.fromkeys([*litems, *ritems]):
-                self.walk(item_shape, litems.get(pe, MISSING), ritems.get(pe, MISSING), path + (pe,))
+                self.items(item_shape, litems.get(pe, ()), ritems.get(pe, ()), path + (pe,))
             self.post(lhs, rhs, path)
             return
         lmap, rmap = _as_dict(lhs), _as_dict(rhs)
@@ -178,8 +196,9 @@ def _to_set(schema: Schema, shape: Shape, value: Any, path: Path, out: set[Path]
         return
     if kind == "list":
         item_shape = resolve(schema, shape.elem)
-        for pe, item in list_items(shape, _as_list(value)).items():
-            _to_set(schema, item_shape, item, path + (pe,), out)
+        for pe, items in list_groups(shape, _as_list(value)).items():
+            if len(items) == 1:  # a repeated key or value is a member without its fields
+                _to_set(schema, item_shape, items[0], path + (pe,), out)
             out.add(path + (pe,))
         return
     m = _as_dict(value)

@@ -145,15 +145,23 @@ def _show(v: Any) -> str:
     return orjson.dumps(v).decode()
 
 
-def _index(shape: Shape, items: list[Any], path: str) -> tuple[list[Any], dict[Any, Any]]:
+_REPEATED = object()  # the item of a key the object repeats: not merged with the patch's
+
+
+def _index(shape: Shape, items: list[Any], path: str, repeats: bool) -> tuple[list[Any], dict[Any, Any]]:
+    """Each item's identity in order, and the item of each identity (``_REPEATED`` when ``repeats``
+    lets the object repeat one; a patch may not)."""
     keys: list[Any] = []
     by: dict[Any, Any] = {}
     for i, item in enumerate(items):
         k = _key(shape, item, f"{path}[{i}]")
         if k in by:
-            what = "key" if shape.keys else "value"
-            raise MergeError(f"{path}: duplicate entries for {what} {_describe(shape, item)}")
-        by[k] = item
+            if not repeats:
+                what = "key" if shape.keys else "value"
+                raise MergeError(f"{path}: duplicate entries for {what} {_describe(shape, item)}")
+            by[k] = _REPEATED
+        else:
+            by[k] = item
         keys.append(k)
     return keys, by
 
@@ -165,45 +173,50 @@ def _describe(shape: Shape, item: Any) -> str:
 
 
 def _merge_list(schema: Schema, shape: Shape, lhs: list[Any], rhs: list[Any], path: str) -> list[Any]:
+    """structured-merge-diff's ``visitListItems`` of the merging walker: the patch's items in its order,
+    the object's others in their places; every item of a key the object repeats is kept unless the
+    patch names the key, which then has the patch's one item."""
     elem = resolve(schema, shape.elem)
-    lkeys, lby = _index(shape, lhs, path)
-    rkeys, rby = _index(shape, rhs, path)
+    rkeys, rby = _index(shape, rhs, path, False)
+    lkeys, lby = _index(shape, lhs, path, True)
+    shared = [k for k in rkeys if k in lby]
+    next_shared = shared.pop(0) if shared else None
+    merged: set[Any] = set()
     out: list[Any] = []
-    done: set[Any] = set()
 
-    def emit_rhs(k: Any) -> None:
-        done.add(k)
-        out.append(_merge(schema, elem, lby.get(k), rby[k], path) if shape.keys else _copy(rby[k]))
+    def merged_item(k: Any) -> Any:
+        merged.add(k)
+        live = lby.get(k)
+        return _merge(schema, elem, None if live is _REPEATED else live, rby[k], path) if shape.keys \
+            else _copy(rby[k])
 
     li = ri = 0
     while li < len(lkeys) or ri < len(rkeys):
-        if li < len(lkeys) and lkeys[li] in done:
-            li += 1
-            continue
-        if ri < len(rkeys) and rkeys[ri] in done:
-            ri += 1
-            continue
         if li < len(lkeys) and ri < len(rkeys):
             lk = lkeys[li]
             if lk == rkeys[ri]:
-                emit_rhs(lk)
+                out.append(merged_item(lk))
                 li += 1
                 ri += 1
-            elif lk in rby:  # the object's item comes later in the patch: the patch's order first
-                emit_rhs(rkeys[ri])
-                ri += 1
-            else:
-                out.append(_copy(lby[lk]))
-                done.add(lk)
-                li += 1
-        elif li < len(lkeys):
+                next_shared = shared.pop(0) if shared else None
+                continue
+            if lk in rby and next_shared is not None and next_shared != lk:
+                li += 1  # a shared item, not the one of this round
+                continue
+        if li < len(lkeys):
             lk = lkeys[li]
-            out.append(_copy(lby[lk]))
-            done.add(lk)
-            li += 1
-        else:
-            emit_rhs(rkeys[ri])
+            if lk not in rby:
+                out.append(_copy(lhs[li]))
+                li += 1
+                continue
+            if lk in merged:
+                li += 1
+        if ri < len(rkeys):
+            rk = rkeys[ri]
+            out.append(merged_item(rk))
             ri += 1
+            if next_shared is not None and next_shared == rk:
+                next_shared = shared.pop(0) if shared else None
     return out
 
 

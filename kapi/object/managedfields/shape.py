@@ -16,7 +16,7 @@ from kapi.object.managedfields.fieldpath import PathElement
 from kapi.object.schema import GVK, FieldDef, Schema, TypeDef
 
 __all__ = ["KEY_DEFAULTS", "MISSING", "Shape", "as_gvk", "child_shape", "children", "deduce", "has_zero_fields",
-           "item_element", "item_keys", "list_items", "resolve",
+           "item_element", "item_keys", "list_groups", "list_items", "resolve",
            "root_shape"]
 
 
@@ -270,6 +270,17 @@ def list_items(shape: Shape, items: list[Any] | None) -> dict[PathElement, Any]:
         pe = item_element(shape, item)
         if pe is not None:
             out.setdefault(pe, item)  # a repeated key keeps its first item
+    return out
+
+
+def list_groups(shape: Shape, items: list[Any] | None) -> dict[PathElement, list[Any]]:
+    """A keyed list or set by the path element of each nameable item, with every item of a repeated
+    key or value (structured-merge-diff owns a repeated item as a whole)."""
+    out: dict[PathElement, list[Any]] = {}
+    for item in items or ():
+        pe = item_element(shape, item)
+        if pe is not None:
+            out.setdefault(pe, []).append(item)
     return out
 
 
