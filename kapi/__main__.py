@@ -241,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shutdown-timeout", type=_positive_duration_s, default=d.shutdown_timeout_s,
                    help="how long in-flight requests may take to finish on shutdown")
     s.add_argument("--max-body-bytes", type=_count, default=d.max_body_bytes, help="larger bodies get 413")
+    s.add_argument("--max-object-bytes", type=_count, default=d.max_object_bytes,
+                   help="the largest stored object (etcd's default --max-request-bytes); a larger write is 413")
     s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
     k = sub.add_parser(
         "kubeconfig", help="mint a client certificate for a user from kapi's CA and write a kubeconfig",
@@ -324,6 +326,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         shutdown_delay_s=args.shutdown_delay_duration,
         shutdown_timeout_s=args.shutdown_timeout,
         max_body_bytes=args.max_body_bytes,
+        max_object_bytes=args.max_object_bytes,
         log_level=args.log_level,
     )
 

@@ -77,4 +77,5 @@ class Config:
     shutdown_delay_s: float = 0.0
     shutdown_timeout_s: float = 10.0
     max_body_bytes: int = 3 * 1024 * 1024
+    max_object_bytes: int = 1_572_864  # etcd's default --max-request-bytes
     log_level: str = "info"

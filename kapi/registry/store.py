@@ -94,6 +94,8 @@ class Registry:
     # (group, resource) -> (objects, average stored bytes, trio time counted): see track_object_counts
     _object_counts: dict[tuple[str, str], tuple[int, int, float]] = field(default_factory=dict)
     _by_group_resource: tuple[int, dict[tuple[str, str], Resource]] = field(default_factory=lambda: (-1, {}))
+    # The largest value a write may store: etcd's default --max-request-bytes, kube-apiserver's limit in effect
+    max_object_bytes: int = 1_572_864
 
     # ------------------------------------------------------------ helpers
 
@@ -186,6 +188,22 @@ class Registry:
         if res.strategy.converts_async:
             obj = await res.strategy.convert_to_storage(obj)
         return self.encode(res, obj)
+
+    async def _bounded(self, res: Resource, obj: Obj, value: bytes, opts: WriteOptions) -> bytes:
+        """``value`` if it fits ``max_object_bytes``. Otherwise, as kube-apiserver retries a create, update
+        or patch that etcd finds too large, ``obj`` loses its managedFields (they can be large) and is
+        encoded again; an apply keeps them, and what still does not fit is 413."""
+        if len(value) <= self.max_object_bytes:
+            return value
+        md = obj.get("metadata")
+        if not opts.apply and isinstance(md, dict) and md.get("managedFields"):
+            del md["managedFields"]
+            value = await self.encode_async(res, obj)
+            if len(value) <= self.max_object_bytes:
+                return value
+        raise errors.RequestEntityTooLarge(
+            f"Request entity too large: the object would be stored in {len(value)} bytes, "
+            f"the limit is {self.max_object_bytes}")
 
     def cacher_of(self, res: Resource) -> Cacher | None:
         """The watch cache serving ``res``: none where its conversion is I/O (kapi serves those from storage)."""
@@ -310,8 +328,9 @@ class Registry:
         if opts.dry_run:
             md.pop("resourceVersion", None)
             return obj
+        value = await self._bounded(res, obj, await self.encode_async(res, obj), opts)
         try:
-            rev = await self.storage.create(self.key(res, namespace, md["name"]), await self.encode_async(res, obj))
+            rev = await self.storage.create(self.key(res, namespace, md["name"]), value)
         except errors.KeyExists:
             raise errors.already_exists(res.resource, res.group, md["name"]) from None
         self.wrote(res, rev)
@@ -524,6 +543,7 @@ class Registry:
                 return old  # nothing changed: no write, the resourceVersion stays
             if opts.dry_run:
                 return new
+            value = await self._bounded(res, new, value, opts)
             try:
                 rev = await self.storage.update(key, value, kv.revision)
             except errors.RevisionConflict:

@@ -216,7 +216,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     storage = make_storage(config, data_dir)
     # The schema is loaded once per server; the registry and the API read this one.
     registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), root=key_root(config.etcd_prefix),
-                        metrics=Metrics())
+                        metrics=Metrics(), max_object_bytes=config.max_object_bytes)
     health = Health()
     informers = Informers(registry)
     try:

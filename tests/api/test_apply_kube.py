@@ -16,12 +16,9 @@ from .conftest import Api
 KNOWN_GAPS = {
     'test_apply_formerly_atomic_fields': "a field that kube once made atomic (a PersistentVolume's claimRef) is typed granular",
     'test_clear_managed_fields_with_update_empty_list': "a PUT with managedFields: [] then tracks the writer's fields again where kube leaves none",
-    'test_create_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
     'test_dropping_subresource_field': "an entry's subresource dropped by a client is not kept from the stored entry",
     'test_no_semantic_update_apply_same_resource_version': "a StatefulSet's re-apply writes (a defaulted field differs from the merged one)",
     'test_noop_change_creation_time': 'an apply naming creationTimestamp: null answers the object with a changed timestamp field',
-    'test_patch_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
-    'test_update_very_large_object': 'the size limit kube applies to an object with its managedFields is not checked',
 }
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -185,13 +182,42 @@ def large_data() -> dict[str, str]:
     return {f"this-key-is-very-long-so-as-to-create-a-very-large-serialized-fieldset-{i}": "A" for i in range(9999)}
 
 
+async def too_large_to_apply(api: Api, name: str) -> None:
+    """The write was stored without its managedFields (with them it passes the object size limit), and
+    an apply, whose managedFields would cover every key, is 413 and writes nothing."""
+    stored = await get(api, f"{CMS}/{name}")
+    assert len(stored["data"]) >= 9999 and "managedFields" not in stored["metadata"]
+    r = await apply(api, f"{CMS}/{name}", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": name, "namespace": "default"}})
+    assert r.status == 413, r.status
+    assert "the limit is 1572864" in r.json()["message"]
+    after = await get(api, f"{CMS}/{name}")
+    assert after["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+
+
+async def test_object_size_limit_without_managed_fields(api: Api) -> None:
+    """An object too large even without its managedFields is 413 on create and update; nothing is written."""
+    api.registry.max_object_bytes = 4000
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big", "namespace": "default"},
+          "data": {"k": "v" * 5000}}
+    r = await api.create(CMS, cm)
+    assert r.status == 413 and r.json()["reason"] == "RequestEntityTooLarge", r.body
+    assert (await api.request("GET", f"{CMS}/big")).status == 404
+    cm["data"]["k"] = "v"
+    created = ok(await api.create(f"{CMS}?fieldManager=creator", cm), 201)
+    assert created["metadata"]["managedFields"]
+    created["data"]["k"] = "v" * 5000
+    assert (await put(api, f"{CMS}/big", created)).status == 413
+    assert (await get(api, f"{CMS}/big"))["data"]["k"] == "v"
+    # dry run never reaches storage, as kube's
+    assert (await api.request("PUT", f"{CMS}/big?dryRun=All", orjson.dumps(created))).status == 200
+
+
 async def test_create_very_large_object(api: Api) -> None:
     cm = {"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": {"name": "large-create-test-cm", "namespace": "default"}, "data": large_data()}
     ok(await api.create(CMS, cm), 201)
-    r = await apply(api, f"{CMS}/large-create-test-cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "large-create-test-cm", "namespace": "default"}})
-    assert r.status >= 400, "expected the apply to fail"
+    await too_large_to_apply(api, "large-create-test-cm")
 
 
 async def test_update_very_large_object(api: Api) -> None:
@@ -200,9 +226,7 @@ async def test_update_very_large_object(api: Api) -> None:
     created = ok(await api.create(CMS, cm), 201)
     created["data"].update(large_data())
     ok(await put(api, f"{CMS}/large-update-test-cm", created))
-    r = await apply(api, f"{CMS}/large-update-test-cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "large-update-test-cm", "namespace": "default"}})
-    assert r.status >= 400, "expected the apply to fail"
+    await too_large_to_apply(api, "large-update-test-cm")
 
 
 async def test_patch_very_large_object(api: Api) -> None:
@@ -210,9 +234,7 @@ async def test_patch_very_large_object(api: Api) -> None:
           "metadata": {"name": "large-patch-test-cm", "namespace": "default"}, "data": {"k": "v"}}
     ok(await api.create(CMS, cm), 201)
     ok(await patch(api, f"{CMS}/large-patch-test-cm", {"data": {"k": "v", **large_data()}}))
-    r = await apply(api, f"{CMS}/large-patch-test-cm", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "large-patch-test-cm", "namespace": "default"}})
-    assert r.status >= 400, "expected the apply to fail"
+    await too_large_to_apply(api, "large-patch-test-cm")
 
 
 # kube's TestApplyManagedFields

@@ -27,7 +27,8 @@ def test_flags_to_config() -> None:
         "--authorization-mode", "AlwaysAllow,AlwaysDeny", "--anonymous-auth", "false",
         "--min-request-timeout", "30m", "--shutdown-delay-duration", "2s", "--watch-cache-sizes", "pods#1000",
         "--group-commit", "false", "--watch-cache-index", "pods=spec.nodeName,status.phase",
-        "--watch-cache-index", "events=involvedObject.name", "--watch-cache", "false"])
+        "--watch-cache-index", "events=involvedObject.name", "--watch-cache", "false",
+        "--max-object-bytes", "2000000"])
     cfg = config_from_args(args)
     assert cfg.data_dir == "/tmp/x" and cfg.secure_port == 0 and cfg.storage_backend == "memory"
     assert cfg.authorization_mode == ("AlwaysAllow", "AlwaysDeny") and not cfg.anonymous_auth
@@ -35,7 +36,7 @@ def test_flags_to_config() -> None:
     assert cfg.watch_cache_sizes == {"pods": 1000} and not cfg.group_commit
     assert cfg.watch_cache_indexes == {"pods": ("spec.nodeName", "status.phase"),
                                        "events": ("involvedObject.name",)}
-    assert not cfg.watch_cache
+    assert not cfg.watch_cache and cfg.max_object_bytes == 2_000_000
 
 
 def test_default_index_is_pods_by_node() -> None:
@@ -44,6 +45,7 @@ def test_default_index_is_pods_by_node() -> None:
 
 
 @pytest.mark.parametrize("flags", [["--secure-port", "65536"], ["--secure-port", "-1"], ["--max-body-bytes", "-5"],
+                                   ["--max-object-bytes", "big"],
                                    ["--request-timeout", "-3s"], ["--default-watch-cache-size", "ten"]])
 def test_bad_flag_values_are_one_line_errors(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 10: a bad flag value is refused in one line (no usage block), exit status 2."""
