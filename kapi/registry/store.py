@@ -514,12 +514,16 @@ class Registry:
                 res.strategy.default(old, old)
             mutated = mutate(copy.deepcopy(old))
             new = await mutated if inspect.isawaitable(mutated) else mutated
+            # [] and [{}] reset managedFields: kube's field manager sees them before admission and before
+            # omitempty drops []
+            sent = new.get("metadata")
+            reset = isinstance(sent, dict) and is_reset(sent.get("managedFields"))
             if opts.admission is not None:
                 new = await self._mutate(res, UPDATE, subresource, namespace, new, old, opts.admission, opts.dry_run,
                                          defaulted)
             applied = new["metadata"].get("managedFields") if opts.apply and isinstance(new.get("metadata"), dict) \
                 else None
-            new = self._prepare_update(res, new, old, subresource)
+            new = self._prepare_update(res, new, old, subresource, reset)
             if applied is not None:  # an apply's managedFields outlive a status write's metadata reset
                 new["metadata"]["managedFields"] = applied
             if opts.admission is not None:
@@ -539,7 +543,7 @@ class Registry:
                     continue
                 return new
             value = await self.encode_async(res, new)
-            if value == kv.value:
+            if _same_value(value, kv.value):
                 return old  # nothing changed: no write, the resourceVersion stays
             if opts.dry_run:
                 return new
@@ -568,13 +572,13 @@ class Registry:
             req = AdmissionRequest(UPDATE, res, subresource, namespace, name, new, old, opts.dry_run)
         await opts.admission.validate(req)
 
-    def _prepare_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
+    def _prepare_update(self, res: Resource, new: Obj, old: Obj, subresource: str, reset: bool) -> Obj:
         self._check_type_meta(res, new)
         go_roundtrip(self.schema, (res.group, res.version, res.kind), new)  # kube decodes into Go structs first
         md = meta.metadata(new)
         old_md = old["metadata"]
-        if is_reset(md.get("managedFields")):
-            md["managedFields"] = []  # [{}] resets them as [] does (kube's field manager sees it before validation)
+        if reset:
+            md["managedFields"] = []
         if not md.get("uid"):
             md["uid"] = old_md.get("uid")
         # kube's BeforeUpdate ignores changes to the creation timestamp: it keeps the old one.
@@ -770,3 +774,17 @@ def corrupt_object_error(exc: codec.CorruptObject) -> errors.InternalError:
               f"AdditionalErrorMsg: object not decodable revision={exc.revision}: {exc}")
     return errors.InternalError(f"Internal error occurred: {detail}", causes=[errors.Cause(message=detail)])
 
+
+def _same_value(a: bytes, b: bytes) -> bool:
+    """Two stored values hold the same object: the same bytes, or the same JSON with keys in another
+    order (kube compares Go-encoded bytes, whose order is the struct's; a dict keeps the order it was
+    built in). A true is never a 1, nor a 1.0 a 1, as in JSON text."""
+    if a == b:
+        return True
+    if len(a) != len(b):
+        return False
+    try:
+        return orjson.dumps(codec.decode_value(a), option=orjson.OPT_SORT_KEYS) == \
+            orjson.dumps(codec.decode_value(b), option=orjson.OPT_SORT_KEYS)
+    except (TypeError, errors.CorruptObject):  # an integer orjson cannot carry: take them as different
+        return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, DeducedParser, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
+from tests.managedfields.smd_harness import (Apply, Conflict, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)

@@ -72,8 +72,11 @@ def root_shape(schema: Schema, gvk: GVK) -> Shape:
 
 
 def _type_shape(t: TypeDef, map_type: str) -> Shape:
+    """A named type's shape; ``map_type``, the referring field's x-kubernetes-map-type, overrides the
+    type's own (SMD's TypeRef.ElementRelationship: a PersistentVolume's granular claimRef is an
+    ObjectReference, atomic elsewhere)."""
     if t.type == "object":
-        if t.map_type == "atomic" or map_type == "atomic":
+        if (map_type or t.map_type) == "atomic":
             return _ATOMIC
         return Shape("struct", type=t) if t.fields else _DEDUCED
     return _DEDUCED if t.type == "any" else _SCALAR
