@@ -12,8 +12,6 @@ from tests.managedfields.test_smd_nested import nestedTypeParser
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
 KNOWN_GAPS = {
-    'test_multiple_appliers_deduced_type[multiple_appliers_recursive_map_deduced]': 'a nested map key an applier drops is not pruned below its first level',
-    'test_multiple_appliers_nested_type[multiple_appliers_recursive_map]': 'a nested map key an applier drops is not pruned below its first level',
 }
 
 

@@ -9,7 +9,6 @@ from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, Dedu
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
 KNOWN_GAPS = {
-    'test_update_nested_type[struct_apply_remove_dangling]': 'a struct whose owned children were all pruned stays {} where SMD leaves null',
 }
 
 

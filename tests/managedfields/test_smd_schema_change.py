@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, DeducedParser, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
+from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, ForceApply, Parser, TestCase, V, _NS, _P)
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
-KNOWN_GAPS = {
-    'test_granular_to_atomic_schema_changes[to-atomic-owner-with-no-child-fields]': 'reconcileManagedFieldsWithSchemaChanges is not done: owners below a node that became atomic do not conflict on it',
-    'test_granular_to_atomic_schema_changes[to-atomic]': 'reconcileManagedFieldsWithSchemaChanges is not done: owners below a node that became atomic do not conflict on it',
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 structParser = Parser("""types:

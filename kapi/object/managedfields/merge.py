@@ -94,9 +94,10 @@ def _kind(value: Any) -> str:
 
 
 def _merge(schema: Schema, shape: Shape, lhs: Any, rhs: Any, path: str) -> Any:
-    if rhs is None:
-        return _copy(lhs) if lhs is not None and shape.kind in ("struct", "map", "list", "cr_root") \
-            and isinstance(lhs, (dict, list)) else None
+    if rhs is None:  # a null patch keeps a granular map, struct or list (a free-form node: a map only)
+        keep = isinstance(lhs, (dict, list)) and shape.kind in ("struct", "map", "list", "cr_root") or \
+            isinstance(lhs, dict) and shape.kind == "deduced"
+        return _copy(lhs) if keep else None
     if shape.kind in ("struct", "map", "cr_root", "deduced") and isinstance(rhs, dict):
         if not isinstance(lhs, dict):
             lhs = {}

@@ -15,6 +15,7 @@ from kapi.object.managedfields.entries import (Managed, ManagerKey, VersionedSet
                                                encode_managed_fields, normalize_time, unix_seconds)
 from kapi.object.managedfields.fieldpath import FieldSet, make_path
 from kapi.object.managedfields.shape import as_gvk
+from kapi.object.managedfields.updater import reconcile_with_schema
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "is_reset",
@@ -155,6 +156,13 @@ def update_managed_fields(
     # skipNonApplied: an existing object without managedFields stays untracked.
     if not managed.fields and _metadata(old).get("uid"):
         return []
+
+    for key, vs in list(managed.fields.items()):  # sets written before a node became atomic own the node
+        group = vs.api_version.rpartition("/")[0]
+        version = vs.api_version.rpartition("/")[2]
+        fields = reconcile_with_schema(schema, GVK(group, version, gvk.kind), vs.fields)
+        if fields is not vs.fields:
+            managed.fields[key] = VersionedSet(fields, vs.api_version, vs.applied)
 
     diff = compare(schema, gvk, _without_managed_fields(old or {}), _without_managed_fields(new))
     reset = FieldSet(make_path(p) for p in reset_fields)

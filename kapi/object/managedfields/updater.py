@@ -156,7 +156,7 @@ def _remove(schema: Schema, shape: Shape, value: Any, tree: dict[PathElement, An
                 continue
             else:
                 out[key] = _remove(schema, child_shape(schema, shape, key), v, entry[1])
-        return out
+        return out or None  # emptied, it is null (SMD's removing walker); the parent keeps the key
     if isinstance(value, list) and shape.kind == "list":
         elem = resolve(schema, shape.elem)
         items = []
@@ -167,7 +167,7 @@ def _remove(schema: Schema, shape: Shape, value: Any, tree: dict[PathElement, An
                 items.append(item)
             elif not entry[0]:
                 items.append(_remove(schema, elem, item, entry[1]))
-        return items
+        return items or None
     return value
 
 
@@ -198,6 +198,41 @@ def _named(schema: Schema, shape: Shape, tree: dict[PathElement, Any], prefix: P
             out.add(path)
         child = resolve(schema, shape.elem) if shape.kind == "list" else child_shape(schema, shape, text[2:])
         _named(schema, child, below, path, out)
+
+
+# ------------------------------------------------------------ schema changes
+
+
+def reconcile_with_schema(schema: Schema, gvk: GVK, paths: FieldSet) -> FieldSet:
+    """structured-merge-diff's ``ReconcileFieldSetWithSchema``: a set written when a node was granular,
+    where the schema now makes it atomic, owns the node itself instead of its children (a change the
+    other way is taken as if the node had always been granular). Free-form maps are left as they are."""
+    remove: set[Path] = set()
+    _reconcile(schema, root_shape(schema, gvk), _tree(paths), (), False, remove)
+    if not remove:
+        return paths
+    atomic = FieldSet(remove)
+    return paths.recursive_difference(atomic) | atomic
+
+
+def _reconcile(schema: Schema, shape: Shape, tree: dict[PathElement, Any], path: Path, atomic: bool,
+               out: set[Path]) -> None:
+    if shape.kind == "atomic":
+        if not atomic and tree:
+            out.add(path)
+        return
+    if shape.kind not in ("struct", "map", "list"):
+        return
+    for pe, (member, below) in tree.items():
+        if shape.kind == "list":
+            child = resolve(schema, shape.elem)
+        elif shape.kind == "map":
+            child = resolve(schema, shape.elem) if shape.elem is not None else child_shape(schema, shape, pe.text[2:])
+        else:
+            if shape.type is None or not pe.text.startswith("f:") or shape.type.field(pe.text[2:]) is None:
+                continue  # a field the schema does not declare
+            child = child_shape(schema, shape, pe.text[2:])
+        _reconcile(schema, child, below, (*path, pe), member and not below, out)
 
 
 # ------------------------------------------------------------ the updater
@@ -249,6 +284,7 @@ class Updater:
                 a field not declared, a map where a list belongs).
         """
         gvk = self._gvk(api_version)
+        managers = self._reconciled(managers)
         problems = type_errors(self.schema, gvk, config)
         if problems:
             raise MergeError(problems[0])
@@ -276,6 +312,14 @@ class Updater:
                 _without_empty(live) == _without_empty(merged):
             return None, managers  # nothing changed as Go's decoder sees it ({} and null fields are absent)
         return merged, managers
+
+    def _reconciled(self, managers: Managers) -> Managers:
+        """Each manager's set reconciled with the schema of its version (``reconcile_with_schema``)."""
+        out: Managers = {}
+        for key, vs in managers.items():
+            fields = reconcile_with_schema(self.schema, self._gvk(vs.api_version), vs.fields)
+            out[key] = vs if fields is vs.fields else VersionedSet(fields, vs.api_version, vs.applied)
+        return out
 
     def _update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers, writer: ManagerKey,
                 force: bool) -> tuple[Managers, Comparison]:
@@ -325,7 +369,7 @@ class Updater:
                manager: ManagerKey) -> tuple[Obj, Managers]:
         """Record a non-apply write of ``new`` over ``live`` by ``manager``: what it changed leaves the
         other managers and is the writer's (an Update entry at ``api_version``)."""
-        out, diff = self._update(live, new, api_version, managers, manager, True)
+        out, diff = self._update(live, new, api_version, self._reconciled(managers), manager, True)
         previous = out.get(manager)
         fields = (previous.fields if previous is not None else FieldSet()) - diff.removed | diff.modified | diff.added
         if fields:
