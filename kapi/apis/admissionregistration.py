@@ -20,7 +20,7 @@ from kapi.object.defaults.admissionregistration import (default_mutating_admissi
     default_validating_webhook_configuration)
 from kapi.object.validation import admissionregistration as v
 from kapi.registry.resources import Resource
-from kapi.registry.strategy import Obj, Strategy
+from kapi.registry.strategy import RESET_META_FOR_STATUS, Obj, Strategy
 
 GROUP: Final = "admissionregistration.k8s.io"
 _API_MACHINERY = ("api-extensions",)
@@ -56,6 +56,8 @@ class ValidatingWebhookConfigurationStrategy(Strategy):
 
 class ValidatingAdmissionPolicyStrategy(Strategy):
     tracks_generation = True
+    status_keeps_metadata = RESET_META_FOR_STATUS
+    status_reset_fields = (("spec",), ("metadata",))
     printer = tables.VALIDATING_ADMISSION_POLICY
 
     def default(self, obj: Obj, old: Obj | None) -> None:

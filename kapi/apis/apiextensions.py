@@ -36,6 +36,8 @@ def _store_storage_version(obj: Obj) -> None:
 class CustomResourceDefinitionStrategy(Strategy):
     core_finalizers = False
     tracks_generation = True
+    # kube's statusStrategy resets the new metadata onto itself: a status write keeps the writer's
+    status_reset_fields = (("metadata",), ("spec",))
 
     def default(self, obj: Obj, old: Obj | None) -> None:
         default_custom_resource_definition(obj, old)

@@ -21,6 +21,8 @@ GROUP: Final = "apiregistration.k8s.io"
 
 class APIServiceStrategy(Strategy):
     name_rule = RULE_PATH_SEGMENT
+    status_keeps_metadata = ("labels", "annotations", "finalizers", "ownerReferences")
+    status_reset_fields = (("spec",), ("metadata",))
     printer = tables.API_SERVICE
 
     def default(self, obj: Obj, old: Obj | None) -> None:

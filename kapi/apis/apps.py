@@ -20,6 +20,7 @@ _ALL = ("all",)
 class DeploymentStrategy(Strategy):
     tracks_generation = True
     generation_on_annotations = True
+    status_keeps_metadata = ("labels",)
     printer = tables.DEPLOYMENT
 
     def default(self, obj: Obj, old: Obj | None) -> None:

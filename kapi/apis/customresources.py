@@ -128,6 +128,9 @@ class CustomResourceStrategy(Strategy):
 
     core_finalizers = False  # custom objects may have any qualified finalizer
     tracks_generation = True
+    # kube's status strategy: the old object with the new status (its reset fields name spec only)
+    status_keeps_metadata = None
+    status_reset_fields = (("spec",),)
     list_hint = "list within a namespace or with a narrower label selector"
     strategic_merge_patch = False  # kube: 415, custom resources have no patch strategy
     typed_list_items = True  # kube's unstructured lists keep each item's apiVersion and kind

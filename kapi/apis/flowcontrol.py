@@ -48,6 +48,7 @@ def _name(obj: Obj) -> str:
 
 class FlowSchemaStrategy(Strategy):
     tracks_generation = True
+    status_keeps_metadata = None  # a status write changes none of the metadata
     printer = tables.FLOW_SCHEMA
 
     def default(self, obj: Obj, old: Obj | None) -> None:
@@ -65,6 +66,7 @@ class FlowSchemaStrategy(Strategy):
 
 class PriorityLevelConfigurationStrategy(Strategy):
     tracks_generation = True
+    status_keeps_metadata = None  # a status write changes none of the metadata
     printer = tables.PRIORITY_LEVEL_CONFIGURATION
 
     def default(self, obj: Obj, old: Obj | None) -> None:

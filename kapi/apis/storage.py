@@ -10,7 +10,7 @@ from kapi.errors import Cause
 from kapi.object.defaults.storage import default_csi_driver, default_storage_class
 from kapi.object.validation import storage as v
 from kapi.registry.resources import Resource
-from kapi.registry.strategy import Obj, Strategy
+from kapi.registry.strategy import RESET_META_FOR_STATUS, Obj, Strategy
 
 GROUP: Final = "storage.k8s.io"
 
@@ -53,6 +53,8 @@ class CSINodeStrategy(Strategy):
 
 class VolumeAttachmentStrategy(Strategy):
     printer = tables.VOLUME_ATTACHMENT
+    status_keeps_metadata = RESET_META_FOR_STATUS
+    status_reset_fields = (("metadata",), ("spec",))
 
     def validate(self, obj: Obj) -> list[Cause]:
         return v.validate_volume_attachment(obj)

@@ -19,7 +19,6 @@ from kapi import errors
 from kapi.object import meta
 from kapi.object.managedfields.fieldmanager import apply_managed_fields
 from kapi.object.managedfields.scale import SCALE_API_VERSION, ScaleHandler, replicas_path
-from kapi.object.managedfields.update import reset_fields_for
 from kapi.registry import scale
 
 if TYPE_CHECKING:
@@ -37,7 +36,7 @@ async def apply(registry: Registry, res: Resource, namespace: str, name: str, co
                                   force=force), False
     schema = res.strategy.managed_fields_schema(registry.schema)
     gvk = (res.group, res.version, res.kind)
-    reset = reset_fields_for(has_status=res.has_status, subresource=subresource)
+    reset = res.strategy.reset_fields_of(res.has_status, subresource)
     opts = dataclasses.replace(opts, apply=True)
 
     def applied(live: Obj | None) -> Obj:

@@ -24,7 +24,7 @@ from kapi.encoding import codec
 from kapi.metrics import Metrics
 from kapi.object import meta
 from kapi.object.listopts import ListOptions, parse_int64
-from kapi.object.managedfields.update import is_reset, reset_fields_for, update_managed_fields
+from kapi.object.managedfields.update import is_reset, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
 from kapi.object.validation import validate_object_meta, validate_update_meta
@@ -417,7 +417,7 @@ class Registry:
             res.strategy.managed_fields_schema(self.schema), (res.group, res.version, res.kind), old, new,
             manager=opts.field_manager,
             subresource=subresource, api_version=res.group_version, now=meta.now_rfc3339(),
-            reset_fields=reset_fields_for(has_status=res.has_status, subresource=subresource))
+            reset_fields=res.strategy.reset_fields_of(res.has_status, subresource))
         if entries:
             new["metadata"]["managedFields"] = entries
         else:

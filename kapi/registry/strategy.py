@@ -82,15 +82,32 @@ def keep_old_status(new: Obj, old: Obj) -> None:
         new.pop("status", None)
 
 
-def status_only(new: Obj, old: Obj) -> Obj:
-    """A write of the status subresource: the old object with the new ``status``."""
-    status = new.get("status")
-    out = copy.deepcopy(old)
-    if status is None:
-        out.pop("status", None)
+# What kube's metav1.ResetObjectMetaForStatus keeps of the old metadata
+RESET_META_FOR_STATUS = ("deletionTimestamp", "generation", "selfLink", "labels", "annotations", "finalizers",
+                         "ownerReferences")
+
+
+def status_only(new: Obj, old: Obj, keep_metadata: tuple[str, ...] | None = ()) -> Obj:
+    """A write of the status subresource as kube's status strategies make it: the new status, the old
+    spec (every field but metadata and status), and the new metadata but for the fields in
+    ``keep_metadata``, which stay as they were (None: all of the old metadata stays)."""
+    out = {k: copy.deepcopy(v) for k, v in old.items() if k not in ("metadata", "status")}
+    for k in ("apiVersion", "kind"):
+        if k in new:
+            out[k] = new[k]
+    if keep_metadata is None or not isinstance(new.get("metadata"), dict):
+        md = copy.deepcopy(old["metadata"])
     else:
-        out["status"] = status
-    out["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        md = dict(new["metadata"])
+        for k in keep_metadata:
+            if k in old["metadata"]:
+                md[k] = copy.deepcopy(old["metadata"][k])
+            else:
+                md.pop(k, None)
+    md["resourceVersion"] = old["metadata"]["resourceVersion"]
+    out["metadata"] = md
+    if new.get("status") is not None:
+        out["status"] = new["status"]
     return out
 
 
@@ -120,6 +137,29 @@ class Strategy:
     # List items carry their kind and apiVersion (kube's unstructured lists of custom resources do;
     # its typed lists of built-in kinds do not).
     typed_list_items: ClassVar[bool] = False
+    # A status subresource write keeps these of the old metadata, the rest is the writer's (None: all
+    # of it stays), as the kind's status strategy in kube (pods keep ownerReferences, deployments labels).
+    status_keeps_metadata: ClassVar[tuple[str, ...] | None] = ()
+    # The fields no manager owns (kube's GetResetFields), per subresource; None for the main resource
+    # is "status" where the kind has a status subresource. The status subresource resets spec and what
+    # the status strategy keeps of the old metadata.
+    reset_fields: ClassVar[tuple[tuple[str, ...], ...] | None] = None
+    status_reset_fields: ClassVar[tuple[tuple[str, ...], ...] | None] = None
+
+    def reset_fields_of(self, has_status: bool, subresource: str) -> tuple[tuple[str, ...], ...]:
+        """The paths a write of ``subresource`` cannot set, which no manager owns (GetResetFields)."""
+        if subresource == "status":
+            if self.status_reset_fields is not None:
+                return self.status_reset_fields
+            keep = self.status_keeps_metadata
+            meta = (("metadata",),) if keep is None else tuple(
+                ("metadata", k) for k in keep if k not in ("selfLink", "generation"))
+            return (("spec",), *meta)
+        if not subresource:
+            if self.reset_fields is not None:
+                return self.reset_fields
+            return (("status",),) if has_status else ()
+        return ()
 
     # ------------------------------------------------------------------ writes
 
@@ -164,7 +204,7 @@ class Strategy:
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         """The object an update stores: status from the status subresource only, then generation."""
         if subresource == "status":
-            new = status_only(new, old)
+            new = status_only(new, old, self.status_keeps_metadata)
         elif res.has_status:
             keep_old_status(new, old)
         self.next_generation(new, old, subresource)

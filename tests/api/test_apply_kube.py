@@ -14,8 +14,6 @@ from .conftest import Api
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
 KNOWN_GAPS = {
-    'test_dropping_subresource_field': "a pod's status write may change its labels in kube; kapi's status writes "
-                                       "keep all of the old metadata",
 }
 
 PODS = "/api/v1/namespaces/default/pods"

@@ -161,6 +161,37 @@ async def test_generation_moves_with_spec_not_status(api: Api) -> None:
     assert r.json()["status"]["replicas"] == 2
 
 
+async def test_status_writes_take_the_metadata_the_kinds_status_strategy_lets_through(api: Api) -> None:
+    """As kube's status strategies: a pod's /status may change its labels but not its ownerReferences,
+    a deployment's keeps its labels; neither changes the spec. The managers' entries follow (reset fields)."""
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1"}},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    assert (await api.create(f"{pods}?fieldManager=creator", pod)).status == 201
+    owner = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u-1"}]
+    change = {"metadata": {"labels": {"a": "2"}, "ownerReferences": owner},
+              "spec": {"activeDeadlineSeconds": 5}, "status": {"phase": "Running"}}
+    r = await api.request("PATCH", f"{pods}/p/status?fieldManager=kubelet", change, content_type=MERGE_PATCH)
+    assert r.status == 200, r.body
+    got = r.json()
+    assert got["metadata"]["labels"] == {"a": "2"} and "ownerReferences" not in got["metadata"]
+    assert "activeDeadlineSeconds" not in got["spec"] and got["status"]["phase"] == "Running"
+    kubelet = next(e for e in got["metadata"]["managedFields"] if e["manager"] == "kubelet")
+    assert kubelet["subresource"] == "status"
+    assert kubelet["fieldsV1"] == {"f:metadata": {"f:labels": {"f:a": {}}}, "f:status": {"f:phase": {}}}
+
+    deploys = "/apis/apps/v1/namespaces/default/deployments"
+    assert (await api.create(f"{deploys}?fieldManager=creator", deployment("d"))).status == 201
+    r = await api.request("PATCH", f"{deploys}/d/status?fieldManager=ctl",
+                          {"metadata": {"labels": {"x": "y"}, "annotations": {"n": "m"}}, "status": {"replicas": 1}},
+                          content_type=MERGE_PATCH)
+    assert r.status == 200, r.body
+    md = r.json()["metadata"]
+    assert "x" not in (md.get("labels") or {}) and md["annotations"]["n"] == "m"
+    ctl = next(e for e in md["managedFields"] if e["manager"] == "ctl")
+    assert ctl["fieldsV1"] == {"f:metadata": {"f:annotations": {".": {}, "f:n": {}}}, "f:status": {"f:replicas": {}}}
+
+
 async def test_scale_subresource(api: Api) -> None:
     await api.create("/apis/apps/v1/namespaces/default/deployments", deployment("sc", 2))
     path = "/apis/apps/v1/namespaces/default/deployments/sc/scale"

@@ -11,7 +11,8 @@ import pytest
 from kapi.object.managedfields.compare import compare, field_set_of
 from kapi.object.managedfields.entries import decode_managed_fields, manager_name, prefix_from_user_agent
 from kapi.object.managedfields.fieldpath import FieldSet, PathElement, fields_v1, parse_fields_v1
-from kapi.object.managedfields.update import ANCIENT_CHANGES_MANAGER, reset_fields_for, update_managed_fields
+from kapi.object.managedfields.update import ANCIENT_CHANGES_MANAGER, update_managed_fields
+from kapi.registry.strategy import Strategy
 from kapi.object.schema import Schema, load_builtin
 
 DEPLOY = ("apps", "v1", "Deployment")
@@ -232,7 +233,7 @@ def test_status_subresource_is_recorded_and_ignores_request_entries(schema: Sche
     new["metadata"]["managedFields"] = []  # would reset on the main resource
     out = update_managed_fields(schema, DEPLOY, old, new, manager="kube-controller-manager",
                                 subresource="status", now=T1,
-                                reset_fields=reset_fields_for(has_status=True, subresource="status"))
+                                reset_fields=Strategy().reset_fields_of(True, "status"))
     assert [e["manager"] for e in out] == ["kubectl-create", "kube-controller-manager"]
     status = out[1]
     assert list(status)[-1] == "subresource" and status["subresource"] == "status"
@@ -250,7 +251,7 @@ def test_reset_fields_are_neither_owned_nor_taken(schema: Schema) -> None:
     new["status"] = {"replicas": 7}
     new["spec"]["replicas"] = 2
     out = update_managed_fields(schema, DEPLOY, old, new, manager="kubectl", now=T1,
-                                reset_fields=reset_fields_for(has_status=True))
+                                reset_fields=Strategy().reset_fields_of(True, ""))
     new["metadata"]["managedFields"] = out
     assert entry(new, "ctrl")["fieldsV1"] == {"f:status": {"f:replicas": {}}}
     assert entry(new, "kubectl")["fieldsV1"] == {"f:spec": {"f:replicas": {}}}

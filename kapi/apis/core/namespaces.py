@@ -27,6 +27,11 @@ class NamespaceStrategy(Strategy):
     field_labels = FieldLabels(frozenset({"metadata.name", "status.phase"}), converts=True)
     printer = tables.NAMESPACE
 
+    def reset_fields_of(self, has_status: bool, subresource: str) -> tuple[tuple[str, ...], ...]:
+        if subresource == "finalize":
+            return (("status",),)
+        return super().reset_fields_of(has_status, subresource)
+
     def default(self, obj: Obj, old: Obj | None) -> None:
         default_namespace(obj, old)
 

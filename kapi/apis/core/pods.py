@@ -23,6 +23,8 @@ _FIELDS: Final = ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "
 class PodStrategy(Strategy):
     tracks_generation = True
     delete_returns_object = True
+    # kube's podStatusStrategy: old kubelets corrupt ownerReferences through /status
+    status_keeps_metadata = ("deletionTimestamp", "ownerReferences")
     # Old clients send spec.host; the Pod conversion renames it.
     field_labels = FieldLabels(META_FIELDS | frozenset(_FIELDS), converts=True,
                                aliases=MappingProxyType({"spec.host": "spec.nodeName"}))

@@ -8,8 +8,7 @@ The package follows structured-merge-diff's parts, lowest first:
 - ``compare``: what a write changed (``compare``) and what an object sets (``field_set_of``);
 - ``entries``: the managedFields entries (``decode_managed_fields``, ``encode_managed_fields``)
   and manager names (``manager_name``);
-- ``update``: the Update pipeline of one create/update/patch (``update_managed_fields``,
-  ``reset_fields_for``).
+- ``update``: the Update pipeline of one create/update/patch (``update_managed_fields``).
 
 Import names from their module; this file defines and re-exports nothing.
 """

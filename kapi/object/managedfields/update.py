@@ -2,7 +2,7 @@
 
 ``update_managed_fields`` runs the Update pipeline: decode live or request entries, skip
 untracked objects, compare, reset fields, strip metadata, move ownership, cap the Update
-managers, encode and sort. ``reset_fields_for`` gives the fields a strategy resets.
+managers, encode and sort.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from kapi.object.managedfields.updater import reconcile_with_schema
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "is_reset",
-           "reset_fields_for",
            "update_managed_fields"]
 
 MAX_UPDATE_MANAGERS = 10
@@ -63,20 +62,6 @@ STRIPPED_PATHS = FieldSet(make_path(p) for p in (
     ("metadata", "clusterName"), ("metadata", "generation"), ("metadata", "managedFields"),
     ("metadata", "resourceVersion"),
 ))
-
-
-def reset_fields_for(*, has_status: bool, subresource: str = "") -> tuple[tuple[str, ...], ...]:
-    """The fields a write cannot change, which kube's strategies declare (GetResetFields).
-
-    The main resource of a kind with a status subresource resets ``status``; the status
-    subresource resets ``spec``. Some kinds reset more (deployments' status also resets
-    ``metadata.labels``, pods' ``metadata.deletionTimestamp`` and ``ownerReferences``).
-    """
-    if subresource == "status":
-        return (("spec",),)
-    if not subresource and has_status:
-        return (("status",),)
-    return ()
 
 
 def cap_update_managers(managed: Managed, maximum: int) -> None:
@@ -129,7 +114,7 @@ def update_managed_fields(
     carrying the managedFields the request sent (or the stored ones after a patch).
     ``manager`` is the fieldManager, already defaulted from the User-Agent
     (``manager_name``); ``api_version`` defaults to the gvk's. ``now`` is an RFC 3339
-    time. ``reset_fields`` are paths the strategy resets (``reset_fields_for``).
+    time. ``reset_fields`` are paths the strategy resets (its ``reset_fields_of``).
     An empty result means the object carries no managedFields.
     """
     if operation != "Update":
