@@ -277,12 +277,18 @@ class Handlers:
                     prefix=f'{body_kind} in version "{body_version}" cannot be handled as a {kind_name}: ')
         return self._validate_fields(ctx, res, obj, kind=kind)
 
-    def _validate_fields(self, ctx: RequestContext, res: Resource, obj: Obj, *, kind: str = "") -> Obj:
-        """fieldValidation: Strict rejects unknown fields, Warn warns, and both Warn and Ignore drop them."""
+    @staticmethod
+    def _field_validation(ctx: RequestContext) -> str:
+        """The request's fieldValidation directive (Warn when absent); 400 for another value."""
         mode = ctx.query.get("fieldValidation", "Warn") or "Warn"
         if mode not in _FIELD_VALIDATION:
             raise errors.BadRequest(f"invalid fieldValidation directive: {mode}, valid values: "
                                     "Ignore, Warn, Strict")
+        return mode
+
+    def _validate_fields(self, ctx: RequestContext, res: Resource, obj: Obj, *, kind: str = "") -> Obj:
+        """fieldValidation: Strict rejects unknown fields, Warn warns, and both Warn and Ignore drop them."""
+        mode = self._field_validation(ctx)
         own = None if kind else res.strategy.unknown_fields(obj)  # a custom resource's schema answers
         group, version, kind = _BODY_KINDS.get(kind, (res.group, res.version, res.kind))
         unknown = own if own is not None else unknown_fields(self.schema, (group, version, kind), obj)
@@ -427,12 +433,19 @@ class Handlers:
         forced = _parse_bool("force", force) if force is not None else False
         if info.subresource not in ("", "status", "scale"):
             raise errors.MethodNotAllowed(f"server-side apply is not served for the {info.subresource} subresource")
+        mode = self._field_validation(ctx)
         try:
-            config = typed.load_yaml(ctx.body) if ctx.body.strip() else None
+            config, repeated = typed.load_yaml_strict(ctx.body) if ctx.body.strip() else (None, [])
         except errors.BadRequest as exc:
             raise errors.BadRequest(f"error decoding YAML: {exc.message}") from None
         if not isinstance(config, dict):
             raise errors.BadRequest("error decoding YAML: the apply configuration must be an object")
+        # kube's strict decoding of the patch (sigs.k8s.io/yaml's UnmarshalStrict): a repeated key
+        if repeated and mode == "Strict":
+            raise errors.BadRequest("error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal "
+                                    "errors:\n" + "\n".join(f"  {e}" for e in repeated))
+        if repeated and mode == "Warn":
+            ctx.warnings.extend(repeated)
         result, created = await self.registry.apply(res, info.namespace, info.name, config, opts, force=forced,
                                                     subresource=info.subresource)
         return self._respond(result, out, status=201 if created else 200)

@@ -26,7 +26,7 @@ from kapi import errors
 from kapi.object.schema import FieldDef, Schema, TypeDef
 
 __all__ = ["MAX_DEPTH", "MAX_YAML_NODES", "canonical_time", "check", "check_depth", "json_kind", "load_json",
-           "load_yaml"]
+           "load_yaml", "load_yaml_strict"]
 
 MAX_DEPTH = 100  # containers nested deeper than this are refused before any recursive code sees them
 MAX_YAML_NODES = 100_000  # YAML aliases may expand to this many nodes in all (about a megabyte of JSON)
@@ -794,6 +794,13 @@ def _no_json_constant(name: str) -> Any:
     raise _NotPlainJson
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _NotPlainJson  # a repeated key: the YAML path reads it (last one wins) and can say where
+    return out
+
+
 def _shallow_enough(value: Any, depth: int) -> bool:
     if isinstance(value, dict):
         return depth < MAX_DEPTH and all(_shallow_enough(v, depth + 1) for v in value.values())
@@ -814,7 +821,7 @@ def _load_plain_json(data: bytes | str) -> Any:
         raise _NotPlainJson
     try:
         value = json.loads(text, parse_float=_json_as_yaml_float, parse_int=_json_as_yaml_int,
-                           parse_constant=_no_json_constant)
+                           parse_constant=_no_json_constant, object_pairs_hook=_unique_keys)
     except (ValueError, RecursionError):
         raise _NotPlainJson from None
     if not _shallow_enough(value, 1):
@@ -828,8 +835,20 @@ def load_yaml(data: bytes | str) -> Any:
     Raises ``errors.BadRequest`` (``error converting YAML to JSON: ...``) for syntax errors, values
     JSON cannot carry (``.nan``, ``.inf``, keys that are null, lists or maps), aliases expanding
     past MAX_YAML_NODES or into themselves, and nesting deeper than MAX_DEPTH. A JSON object that
-    YAML reads the same way is read by the JSON reader (``_load_plain_json``).
+    YAML reads the same way is read by the JSON reader (``_load_plain_json``). A key repeated in a
+    mapping takes its last value, as go-yaml's (non-strict) decoder.
     """
+    return _load_yaml(data, None)
+
+
+def load_yaml_strict(data: bytes | str) -> tuple[Any, list[str]]:
+    """``load_yaml``, and what go-yaml v2's strict decoder refuses in ``data``: each key repeated in a
+    mapping, as ``line 3: key "a" already set in map`` (sigs.k8s.io/yaml's UnmarshalStrict)."""
+    duplicates: list[str] = []
+    return _load_yaml(data, duplicates), duplicates
+
+
+def _load_yaml(data: bytes | str, duplicates: list[str] | None) -> Any:
     try:
         return _load_plain_json(data)
     except _NotPlainJson:
@@ -840,7 +859,10 @@ def load_yaml(data: bytes | str) -> Any:
         node = loader.get_node() if loader.check_node() else None
         if node is None:
             return None
-        return loader.construct_document(node)
+        value = loader.construct_document(node)
+        if duplicates is not None:
+            duplicates.extend(_repeated_keys(loader, node))
+        return value
     except _TooDeep:
         raise errors.BadRequest(f"error converting YAML to JSON: the document is nested more than {MAX_DEPTH} "
                                 "levels deep") from None
@@ -853,3 +875,42 @@ def load_yaml(data: bytes | str) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
+
+
+def _repeated_keys(loader: _Loader, root: Any) -> list[str]:
+    """go-yaml's strict errors for the keys a mapping of ``root`` repeats, in document order (a merge
+    key ``<<`` is not a key; a node shared through an alias is looked at once)."""
+    out: list[tuple[tuple[int, int], str]] = []
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, yaml.ScalarNode):
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+            continue
+        keys: set[tuple[str, Any]] = set()
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                key = loader.construct_object(key_node, deep=True)
+                identity = (type(key).__name__, key)
+                if identity in keys:
+                    mark = key_node.start_mark
+                    out.append(((mark.line, mark.column), f"line {mark.line + 1}: key {_go_value(key)} "
+                                "already set in map"))
+                keys.add(identity)
+        stack.extend(reversed([v for _, v in node.value]))
+    return [text for _, text in sorted(out, key=lambda t: t[0])]
+
+
+def _go_value(key: Any) -> str:
+    """A decoded YAML key as Go's %#v writes it."""
+    if isinstance(key, str):
+        return json.dumps(key, ensure_ascii=False)
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if key is None:
+        return "<nil>"
+    return str(key)

@@ -237,3 +237,31 @@ async def test_apply_on_scale_of_a_missing_object_or_in_another_version(api: Api
                                                        "version: apps/v1, expected: autoscaling/v1")
     negative = {**scale, "metadata": {"name": "web"}, "spec": {"replicas": -1}}
     assert (await apply(api, f"{DEPLOYS}/web/scale", negative, extra="&force=true")).status == 422
+
+
+async def test_repeated_keys_in_the_applied_yaml_follow_field_validation(api: Api) -> None:
+    """kube's strict decoding of an apply patch: a key repeated in a mapping is 400 under Strict, a
+    warning under Warn (the default), nothing under Ignore; the last value is the one applied."""
+    path = "/api/v1/namespaces/default/configmaps/dup"
+    yaml_body = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dup\ndata:\n  a: one\n"
+                 b"  b: two\n  a: three\n")
+    r = await apply(api, path, yaml_body, extra="&fieldValidation=Strict")
+    assert r.status == 400, r.body
+    assert r.json()["message"] == ('error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal '
+                                   'errors:\n  line 8: key "a" already set in map')
+    assert (await api.request("GET", path)).status == 404
+    r = await apply(api, path, yaml_body)
+    assert r.status == 201, r.body
+    assert r.json()["data"] == {"a": "three", "b": "two"}
+    assert r.header_values("warning") == ['299 - "line 8: key \\"a\\" already set in map"']
+    r = await apply(api, path, yaml_body, extra="&fieldValidation=Ignore")
+    assert r.status == 200 and not r.header_values("warning")
+    # a JSON body is YAML too: its repeated keys are found on their line, the first one first
+    json_body = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dup", "name": "dup"},\n' \
+                b' "data": {"a": "1", "a": "2"}}'
+    r = await apply(api, path, json_body, extra="&fieldValidation=Strict")
+    assert r.status == 400
+    assert r.json()["message"].endswith('errors:\n  line 1: key "name" already set in map\n'
+                                        '  line 2: key "a" already set in map'), r.json()["message"]
+    r = await apply(api, path, b"{}", extra="&fieldValidation=Sometimes")
+    assert r.status == 400 and "invalid fieldValidation directive: Sometimes" in r.json()["message"]

@@ -121,7 +121,7 @@ def _yaml_reading(text: str) -> Any:
 
 @pytest.mark.parametrize("text", [
     '{"a":1}', '{"a":1.0,"b":1.5e+3,"c":-2.50,"d":1.5E-3}', '{"a":"é😀"}', ' \n{"x": {"<<": {"b": 1}}}',
-    '{"a":1,"a":2}', '{"a":-0}', '{"a":-0.0}', '{"a":true,"b":null,"c":false,"d":[],"e":{}}',
+    '{"a":-0}', '{"a":-0.0}', '{"a":true,"b":null,"c":false,"d":[],"e":{}}',
     '{"a":"yes","b":"1","c":"~","d":"","e":"#x &y *z !t"}', '{"a":"x\\ny\\"\\\\ \\/ \\t \\b \\f \\r"}',
     '{"a":12345678901234567890}', '{"a" : 1 , "b" :[ 1 ,2 ] }',
 ])
@@ -136,6 +136,7 @@ def test_json_reader_reads_as_yaml(text: str) -> None:
     '{"a":NaN}', '{"a":"\\u00e9"}', '{"a":"\\ud83d\\ude00"}',  # escapes: go-yaml refuses surrogates
     '{"a":"x\u0085y"}', '{"a":"x\u2028y"}', '{"a":"\x7f"}', '{"a":"\ufeff"}', '{"a":\t1}',
     '{"a":1} x', '[1]', '{"a":' * 101 + '1' + '}' * 101,
+    '{"a":1,"a":2}',  # a repeated key: the YAML reader says on which line (strict decoding)
 ])
 def test_json_reader_leaves_to_yaml_what_it_might_read_otherwise(text: str) -> None:
     with pytest.raises(typed._NotPlainJson):
@@ -158,3 +159,13 @@ def test_json_reader_agrees_with_yaml_reader(value: dict[str, Any], ascii_only: 
     except typed._NotPlainJson:
         return
     assert repr(fast) == repr(_yaml_reading(text))
+
+
+def test_repeated_keys_as_go_yaml_strict_reports_them() -> None:
+    value, repeated = typed.load_yaml_strict('{"a":1,"b":{"c":1,"c":2},"a":3}')
+    assert value == {"a": 3, "b": {"c": 2}}  # the last one wins, as go-yaml's non-strict decoder
+    assert repeated == ['line 1: key "c" already set in map', 'line 1: key "a" already set in map']
+    value, repeated = typed.load_yaml_strict("x: &m {p: 1}\nz: *m\n1: a\n'1': b\n1: c\ntrue: d\nyes: e\n")
+    # an aliased mapping is looked at once; 1 and "1" differ, true and yes are one key to go-yaml v2
+    assert repeated == ['line 5: key 1 already set in map', 'line 7: key true already set in map']
+    assert typed.load_yaml_strict('{"a": 1}') == ({"a": 1}, [])
