@@ -32,6 +32,7 @@ from kapi.registry.admit import CREATE, AdmissionRequest
 from kapi.registry.store import Registry, WriteOptions
 from kapi.object.schema import Schema, prune_unknown_fields, unknown_fields
 from kapi.object.validation import field_invalid
+from kapi.object.validation.fields import go_quote
 from kapi.api import negotiate
 from kapi.api.negotiate import JSON, PROTOBUF, YAML, Output
 from kapi.api.responses import Response, object_response, success_status
@@ -203,16 +204,31 @@ class Handlers:
 
     # -------------------------------------------------------------- write
 
-    def _write_options(self, ctx: RequestContext) -> WriteOptions:
-        dry = ctx.query.get("dryRun", "")
-        if dry and dry != "All":
-            raise errors.BadRequest(f'Invalid dryRun value: "{dry}": valid values are "All"')
-        manager = ctx.query.get("fieldManager", "")
-        if len(manager.encode()) > 128 or not manager.isprintable():
-            detail = "Too long: may not be more than 128 bytes" if len(manager.encode()) > 128 else \
-                "Invalid value: must only contain printable characters"
-            raise errors.invalid("CreateOptions", "meta.k8s.io", "", [errors.Cause(
-                "FieldValueTooLong" if "Too long" in detail else "FieldValueInvalid", detail, "fieldManager")])
+    def _write_options(self, ctx: RequestContext, kind: str = "CreateOptions",
+                       first: list[errors.Cause] | None = None) -> WriteOptions:
+        """The write's options from the query, checked as kube's Validate{Create,Update,Patch}Options: a
+        422 on ``kind`` naming every bad one (``first``: the causes a patch finds before these)."""
+        q = ctx.query
+        causes = list(first or ())
+        manager = q.get("fieldManager", "")
+        if len(manager.encode("utf-8", "surrogatepass")) > 128:
+            causes.append(errors.Cause("FieldValueTooLong", "Too long: may not be more than 128 bytes",
+                                       "fieldManager"))
+        for i, ch in _runes(manager):
+            if not ch.isprintable():
+                causes.append(errors.Cause("FieldValueInvalid", f"Invalid value: {go_quote(manager)}: invalid "
+                                           f"character U+{ord(ch):04X} (at position {i})", "fieldManager"))
+        dry = [q["dryRun"]] if q.get("dryRun") else []
+        if any(d != "All" for d in dry):
+            values = ", ".join(go_quote(d) for d in dry)
+            causes.append(errors.Cause("FieldValueNotSupported", f'Unsupported value: []string{{{values}}}: '
+                                       'supported values: "All"', "dryRun"))
+        mode = q.get("fieldValidation", "")
+        if mode not in ("", *_FIELD_VALIDATION):
+            causes.append(errors.Cause("FieldValueNotSupported", f'Unsupported value: {go_quote(mode)}: '
+                                       'supported values: "", "Ignore", "Strict", "Warn"', "fieldValidation"))
+        if causes:
+            raise errors.invalid(kind, "meta.k8s.io", "", causes)
         return WriteOptions(dry_run=bool(dry), field_manager=manager_name(manager, ctx.header("user-agent")),
                             requester=ctx.user, access=self.access, admission=self._admission(ctx))
 
@@ -279,12 +295,8 @@ class Handlers:
 
     @staticmethod
     def _field_validation(ctx: RequestContext) -> str:
-        """The request's fieldValidation directive (Warn when absent); 400 for another value."""
-        mode = ctx.query.get("fieldValidation", "Warn") or "Warn"
-        if mode not in _FIELD_VALIDATION:
-            raise errors.BadRequest(f"invalid fieldValidation directive: {mode}, valid values: "
-                                    "Ignore, Warn, Strict")
-        return mode
+        """The request's fieldValidation directive, Warn when absent (``_write_options`` checked it)."""
+        return ctx.query.get("fieldValidation") or "Warn"
 
     def _validate_fields(self, ctx: RequestContext, res: Resource, obj: Obj, *, kind: str = "") -> Obj:
         """fieldValidation: Strict rejects unknown fields, Warn warns, and both Warn and Ignore drop them."""
@@ -348,7 +360,7 @@ class Handlers:
 
     async def update(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
-        opts = self._write_options(ctx)
+        opts = self._write_options(ctx, "UpdateOptions")
         out = self._out(ctx, res)
         if info.subresource == "scale":
             scale = self._decode_object(ctx, res, kind="Scale")
@@ -364,10 +376,9 @@ class Handlers:
         force = ctx.query.get("force")
         if media == _APPLY:
             return await self._apply(ctx, res, force)
-        if force is not None:
-            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
-                "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch", "force")])
-        opts = self._write_options(ctx)
+        forbidden = [errors.Cause("FieldValueForbidden", "Forbidden: may not be specified for non-apply patch",
+                                  "force")] if force is not None else []
+        opts = self._write_options(ctx, "PatchOptions", forbidden)
         out = self._out(ctx, res)
         if not res.strategy.strategic_merge_patch and media == "application/strategic-merge-patch+json":
             raise errors.UnsupportedMediaType(_NO_SMP)  # kube: custom resources have no patch strategy
@@ -425,10 +436,9 @@ class Handlers:
     async def _apply(self, ctx: RequestContext, res: Resource, force: str | None) -> Response:
         """Server-side apply: the body is the manager's whole intent, merged by the registry."""
         info = ctx.info
-        if not ctx.query.get("fieldManager"):
-            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [errors.Cause(
-                "FieldValueRequired", "Required value: is required for apply patch", "fieldManager")])
-        opts = self._write_options(ctx)
+        required = [] if ctx.query.get("fieldManager") else [errors.Cause(
+            "FieldValueRequired", "Required value: is required for apply patch", "fieldManager")]
+        opts = self._write_options(ctx, "PatchOptions", required)
         out = self._out(ctx, res)
         forced = _parse_bool("force", force) if force is not None else False
         if info.subresource not in ("", "status", "scale"):
@@ -471,13 +481,17 @@ class Handlers:
         if "orphanDependents" in q:
             orphan = q["orphanDependents"] in ("1", "true", "True")
         pre = body.get("preconditions") or {}
-        dry = q.get("dryRun", "") or ("All" if "All" in (body.get("dryRun") or []) else "")
-        if dry and dry != "All":
-            raise errors.BadRequest(f'Invalid dryRun value: "{dry}": valid values are "All"')
+        dry_values = [q["dryRun"]] if q.get("dryRun") else [d for d in body.get("dryRun") or [] if isinstance(d, str)]
+        causes = []
         if orphan is not None and policy:
-            raise errors.invalid("DeleteOptions", "", "", [errors.Cause(
-                "FieldValueInvalid", "Invalid value: \"%s\": orphanDependents and deletionPropagation "
-                "cannot be both set" % policy, "propagationPolicy")])
+            causes.append(errors.Cause("FieldValueInvalid", "Invalid value: \"%s\": orphanDependents and "
+                                       "deletionPropagation cannot be both set" % policy, "propagationPolicy"))
+        if any(d != "All" for d in dry_values):
+            causes.append(errors.Cause("FieldValueNotSupported", "Unsupported value: []string{%s}: supported "
+                                       'values: "All"' % ", ".join(go_quote(d) for d in dry_values), "dryRun"))
+        if causes:
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", causes)
+        dry = "All" if dry_values else ""
         unsafe = body.get("ignoreStoreReadErrorWithClusterBreakingPotential") is True
         if _UNSAFE_DELETE in q:
             unsafe = _parse_bool(_UNSAFE_DELETE, q[_UNSAFE_DELETE])
@@ -659,4 +673,10 @@ def _partial(obj: Obj, version: str) -> Obj:
             "metadata": obj.get("metadata", {})}
 
 
-
+def _runes(text: str) -> list[tuple[int, str]]:
+    """Each character of ``text`` with its byte offset in UTF-8 (the index Go's range over a string gives)."""
+    out, offset = [], 0
+    for ch in text:
+        out.append((offset, ch))
+        offset += len(ch.encode("utf-8", "surrogatepass"))
+    return out

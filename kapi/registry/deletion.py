@@ -125,7 +125,7 @@ def _deletion_update(res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None
     if not policy and opts.orphan_dependents is not None:
         policy = "Orphan" if opts.orphan_dependents else "Background"
     if policy and policy not in ("Orphan", "Foreground", "Background"):
-        raise errors.invalid("DeleteOptions", "", "", [errors.Cause(
+        raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [errors.Cause(
             "FieldValueNotSupported",
             f'Unsupported value: "{policy}": supported values: "Foreground", "Background", "Orphan"',
             "propagationPolicy")])

@@ -263,5 +263,33 @@ async def test_repeated_keys_in_the_applied_yaml_follow_field_validation(api: Ap
     assert r.status == 400
     assert r.json()["message"].endswith('errors:\n  line 1: key "name" already set in map\n'
                                         '  line 2: key "a" already set in map'), r.json()["message"]
-    r = await apply(api, path, b"{}", extra="&fieldValidation=Sometimes")
-    assert r.status == 400 and "invalid fieldValidation directive: Sometimes" in r.json()["message"]
+
+
+async def test_write_options_are_validated_as_kube_does(api: Api) -> None:
+    """kube's Validate{Create,Update,Patch,Delete}Options: one 422 on the options kind naming each bad one."""
+    cms = "/api/v1/namespaces/default/configmaps"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "o"}}
+    r = await api.request("POST", f"{cms}?dryRun=Maybe&fieldValidation=Sometimes", cm)
+    assert r.status == 422, r.body
+    assert r.json()["message"] == ('CreateOptions.meta.k8s.io "" is invalid: [dryRun: Unsupported value: '
+                                   '[]string{"Maybe"}: supported values: "All", fieldValidation: Unsupported '
+                                   'value: "Sometimes": supported values: "", "Ignore", "Strict", "Warn"]')
+    assert [c["field"] for c in r.json()["details"]["causes"]] == ["dryRun", "fieldValidation"]
+    assert (await api.request("POST", cms, cm)).status == 201
+    r = await api.request("PUT", f"{cms}/o?fieldManager=" + "m" * 129, cm)
+    assert r.status == 422
+    assert r.json()["message"] == ('UpdateOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be '
+                                   'more than 128 bytes')
+    r = await api.request("PATCH", f"{cms}/o?force=true&fieldManager=a%01b", {},
+                          content_type="application/merge-patch+json")
+    assert r.json()["message"] == ('PatchOptions.meta.k8s.io "" is invalid: [force: Forbidden: may not be specified '
+                                   'for non-apply patch, fieldManager: Invalid value: "a\\x01b": invalid character '
+                                   'U+0001 (at position 1)]')
+    r = await apply(api, f"{cms}/o", cm, extra="&fieldValidation=Sometimes")
+    assert r.status == 422 and r.json()["message"].startswith('PatchOptions.meta.k8s.io "" is invalid: '
+                                                              'fieldValidation: Unsupported value: "Sometimes"')
+    r = await api.request("DELETE", f"{cms}/o?dryRun=Yes")
+    assert r.status == 422
+    assert r.json()["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                                   '[]string{"Yes"}: supported values: "All"')
+    assert (await api.request("GET", f"{cms}/o")).status == 200
