@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
+from kapi.object.managedfields.updater import MissingVersion
 from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, DeducedParser, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
 
 from tests.managedfields.test_smd_key import associativeListParser
@@ -473,3 +477,131 @@ MULTIPLE_APPLIER_ATOMIC_MAPS = { "force" : TestCase( ops= [ Apply( manager= "app
 def test_multiple_applier_atomic_maps(name: str) -> None:
     MULTIPLE_APPLIER_ATOMIC_MAPS[name].run(atomicMapParser)
 
+
+
+class RepeatingConverter:
+    """SMD's repeatingConverter: in version vN every key below the root's first repeats its first
+    letter N times (``a`` in v1 is ``aaa`` in v3); a version not of that form is missing."""
+
+    def convert(self, obj: Any, api_version: str) -> Any:
+        if not re.fullmatch(r"v[0-9]+", api_version):
+            raise MissingVersion("cannot convert to invalid version")
+        n = int(api_version[1:])
+
+        def rename(v: Any) -> Any:
+            return {k[0] * n: rename(x) for k, x in v.items()} if isinstance(v, dict) else None
+
+        return {k: rename(v) for k, v in list(obj.items())[:1]}
+
+
+MULTIPLE_APPLIERS_REAL_CONVERSION = {
+    "multiple_appliers_recursive_map_real_conversion": TestCase(ops=[
+        Apply(manager="apply-one", api_version="v1", object="""
+            mapOfMapsRecursive:
+              a:
+                b:
+              c:
+                d:
+        """),
+        Apply(manager="apply-two", api_version="v2", object="""
+            mapOfMapsRecursive:
+              aa:
+              cc:
+                dd:
+        """),
+        Update(manager="controller", api_version="v3", object="""
+            mapOfMapsRecursive:
+              aaa:
+                bbb:
+                  ccc:
+                    ddd:
+              ccc:
+                ddd:
+                  eee:
+                    fff:
+        """),
+        Apply(manager="apply-one", api_version="v4", object="""
+            mapOfMapsRecursive:
+        """),
+    ], object="""
+        mapOfMapsRecursive:
+          aaaa:
+          cccc:
+            dddd:
+              eeee:
+                ffff:
+    """, api_version="v4", managed={
+        "apply-one": V(_NS(_P("mapOfMapsRecursive")), "v4", False),
+        "apply-two": V(_NS(_P("mapOfMapsRecursive", "aa"), _P("mapOfMapsRecursive", "cc"),
+                           _P("mapOfMapsRecursive", "cc", "dd")), "v2", False),
+        "controller": V(_NS(_P("mapOfMapsRecursive", "ccc", "ddd", "eee"),
+                            _P("mapOfMapsRecursive", "ccc", "ddd", "eee", "fff")), "v3", False),
+    }),
+    "appliers_remove_from_controller_real_conversion": TestCase(ops=[
+        Apply(manager="apply", api_version="v3", object="""
+            mapOfMapsRecursive:
+              aaa:
+                bbb:
+        """),
+        Update(manager="controller", api_version="v1", object="""
+            mapOfMapsRecursive:
+              a:
+                b:
+                  c:
+        """),
+        Apply(manager="apply", api_version="v2", object="""
+            mapOfMapsRecursive:
+              aa:
+                bb:
+              cc:
+                dd:
+        """),
+        Apply(manager="apply", api_version="v3", object="""
+            mapOfMapsRecursive:
+              aaa:
+              ccc:
+        """),
+    ], object="""
+        mapOfMapsRecursive:
+          aaa:
+          ccc:
+    """, api_version="v3", managed={
+        "apply": V(_NS(_P("mapOfMapsRecursive", "aaa"), _P("mapOfMapsRecursive", "ccc")), "v3", False),
+    }),
+    "applier_updater_shared_ownership_real_conversion": TestCase(ops=[
+        Update(manager="updater", api_version="v1", object="""
+            mapOfMapsRecursive:
+              a:
+                b:
+                  c:
+        """),
+        Apply(manager="apply", api_version="v2", object="""
+            mapOfMapsRecursive:
+              aa:
+                bb:
+              cc:
+                dd:
+        """),
+        Apply(manager="apply", api_version="v3", object="""
+            mapOfMapsRecursive:
+              aaa:
+              ccc:
+        """),
+    ], object="""
+        mapOfMapsRecursive:
+          aaa:
+            bbb:
+              ccc:
+          ccc:
+    """, api_version="v3", managed={
+        "updater": V(_NS(_P("mapOfMapsRecursive"), _P("mapOfMapsRecursive", "a"), _P("mapOfMapsRecursive", "a", "b"),
+                         _P("mapOfMapsRecursive", "a", "b", "c")), "v1", False),
+        "apply": V(_NS(_P("mapOfMapsRecursive", "aaa"), _P("mapOfMapsRecursive", "ccc")), "v3", False),
+    }),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MULTIPLE_APPLIERS_REAL_CONVERSION))
+def test_multiple_appliers_real_conversion(name: str) -> None:
+    """SMD's TestMultipleAppliersRealConversion: each manager judged and pruned in its own version."""
+    MULTIPLE_APPLIERS_REAL_CONVERSION[name].run(nestedTypeParser, RepeatingConverter())

@@ -291,27 +291,61 @@ class Updater:
         merged = merge(self.schema, gvk, live or {}, config)  # refuses duplicates and items without keys
         managers = dict(managers)
         last = managers.get(manager)
-        if last is not None and self.converter is not None and last.api_version != api_version:
-            try:
-                self.converter.convert(merged, last.api_version)
-            except MissingVersion:
-                last = None  # recorded in a version no longer known: nothing of it is pruned
         applied = self._ignore(field_set_of(self.schema, gvk, config, go_typed=False), api_version)
         managers[manager] = VersionedSet(applied, api_version, True)
         if last is not None and last.fields:
-            # prune: what the applier applied before and no one (itself included) owns now goes
-            owned = FieldSet()
-            for vs in managers.values():
-                owned = owned | vs.fields
-            gone = ensure_named_fields_are_members(self.schema, gvk, last.fields) - \
-                ensure_named_fields_are_members(self.schema, gvk, owned)
-            if gone:
-                merged = remove_items(self.schema, gvk, merged, gone)
+            merged = self._prune(merged, managers, api_version, last)
         managers, diff = self._update(live, merged, api_version, managers, manager, force)
         if live is not None and not (diff.added or diff.modified or diff.removed) and \
                 _without_empty(live) == _without_empty(merged):
             return None, managers  # nothing changed as Go's decoder sees it ({} and null fields are absent)
         return merged, managers
+
+    def _prune(self, merged: Obj, managers: Managers, api_version: str, last: VersionedSet) -> Obj:
+        """SMD's ``prune``: what the applier applied last time (``last``) and not now goes, unless a
+        manager (the applier's new set included) owns it. In one version that is a set difference;
+        across versions, SMD's conversions: remove in ``last``'s version, add back in each manager's
+        version what it owns, then keep what ``last`` did not own (addBackOwnedItems, addBackDanglingItems)."""
+        versions = {vs.api_version for vs in managers.values()} | {last.api_version}
+        if self.converter is None or versions == {api_version}:
+            gvk = self._gvk(api_version)
+            owned = FieldSet()
+            for vs in managers.values():
+                owned = owned | vs.fields
+            gone = ensure_named_fields_are_members(self.schema, gvk, last.fields) - \
+                ensure_named_fields_are_members(self.schema, gvk, owned)
+            return remove_items(self.schema, gvk, merged, gone) if gone else merged
+        convert = self.converter.convert
+        version = last.api_version
+        try:
+            at_last = convert(merged, version)
+        except MissingVersion:
+            return merged  # recorded in a version no longer known: nothing of it is pruned
+        pruned = remove_items(self.schema, self._gvk(version), at_last, self._members(version, last.fields))
+        owned: dict[str, FieldSet] = {}
+        for vs in managers.values():
+            owned[vs.api_version] = owned.get(vs.api_version, FieldSet()) | vs.fields
+        whole = at_last
+        for v in sorted(owned, key=lambda v: v != version):  # the pruned version first, as SMD
+            try:
+                whole, pruned = convert(whole, v), convert(pruned, v)
+            except MissingVersion:
+                continue
+            kept = self._members(v, self._object_set(v, pruned)) | self._members(v, owned[v])
+            pruned = remove_items(self.schema, self._gvk(v), whole, self._members(v, self._object_set(v, whole)) - kept)
+        try:
+            pruned = convert(pruned, version)
+        except MissingVersion:
+            return convert(at_last, api_version)
+        gone = (self._members(version, self._object_set(version, at_last)) -
+                self._members(version, self._object_set(version, pruned))) & self._members(version, last.fields)
+        return convert(remove_items(self.schema, self._gvk(version), at_last, gone), api_version)
+
+    def _members(self, api_version: str, fields: FieldSet) -> FieldSet:
+        return ensure_named_fields_are_members(self.schema, self._gvk(api_version), fields)
+
+    def _object_set(self, api_version: str, obj: Obj) -> FieldSet:
+        return field_set_of(self.schema, self._gvk(api_version), obj, go_typed=False)
 
     def _reconciled(self, managers: Managers) -> Managers:
         """Each manager's set reconciled with the schema of its version (``reconcile_with_schema``)."""
@@ -324,46 +358,50 @@ class Updater:
     def _update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers, writer: ManagerKey,
                 force: bool) -> tuple[Managers, Comparison]:
         """structured-merge-diff's ``update``: conflicts with every other manager, then ownership moves;
-        also returns the comparison of ``live`` and ``new``."""
-        gvk = self._gvk(api_version)
-        diff = compare(self.schema, gvk, live, new)
-        ignored = self.ignored.get(api_version)
-        if ignored:
-            diff = diff.filtered(ignored)
-        changed = diff.modified | diff.added
+        also returns the comparison of ``live`` and ``new``. Each manager is judged by the comparison
+        in its own version (both objects converted); one recorded in a version the converter no
+        longer knows is dropped."""
+        diff = self._compare(live, new, api_version)
+        diffs = {api_version: diff}
         conflicts: dict[ManagerKey, FieldSet] = {}
-        managers = self._known_versions(managers, new, api_version, writer)
+        removed: dict[ManagerKey, FieldSet] = {}
+        known: Managers = {}
         for key, vs in managers.items():
-            if key == writer:
-                continue
-            clash = vs.fields & changed
-            if clash:
-                conflicts[key] = clash
+            if key != writer:
+                d = diffs.get(vs.api_version)
+                if d is None:
+                    if self.converter is None:
+                        d = diff  # no converter: every version has the same paths
+                    else:
+                        try:
+                            d = self._compare(self._convert(live, vs.api_version),
+                                              self.converter.convert(new, vs.api_version), vs.api_version)
+                        except MissingVersion:
+                            continue
+                    diffs[vs.api_version] = d
+                clash = vs.fields & (d.modified | d.added)
+                if clash:
+                    conflicts[key] = clash
+                removed[key] = d.removed
+            known[key] = vs
         if conflicts and not force:
             raise Conflicts([Conflict(k, p) for k, s in conflicts.items() for p in s])
         out: Managers = {}
-        for key, vs in managers.items():
+        for key, vs in known.items():
             fields = vs.fields
             if key != writer:
-                fields = fields - conflicts.get(key, FieldSet()) - diff.removed
+                fields = fields - conflicts.get(key, FieldSet()) - removed[key]
             if fields:
                 out[key] = VersionedSet(fields, vs.api_version, vs.applied)
         return out, diff
 
-    def _known_versions(self, managers: Managers, obj: Obj, api_version: str, writer: ManagerKey) -> Managers:
-        """The managers without those recorded in a version the converter no longer knows (SMD drops
-        them when it compares in their version). Known versions share paths here: no conversion."""
-        if self.converter is None:
-            return managers
-        out: Managers = {}
-        for key, vs in managers.items():
-            if key != writer and vs.api_version != api_version:
-                try:
-                    self.converter.convert(obj, vs.api_version)
-                except MissingVersion:
-                    continue
-            out[key] = vs
-        return out
+    def _compare(self, live: Obj | None, new: Obj, api_version: str) -> Comparison:
+        diff = compare(self.schema, self._gvk(api_version), live, new)
+        ignored = self.ignored.get(api_version)
+        return diff.filtered(ignored) if ignored else diff
+
+    def _convert(self, obj: Obj | None, api_version: str) -> Obj | None:
+        return None if obj is None or self.converter is None else self.converter.convert(obj, api_version)
 
     def update(self, live: Obj | None, new: Obj, api_version: str, managers: Managers,
                manager: ManagerKey) -> tuple[Obj, Managers]:
