@@ -20,6 +20,7 @@ from kapi.object import meta
 from kapi.object.managedfields.fieldmanager import apply_managed_fields
 from kapi.object.managedfields.scale import SCALE_API_VERSION, ScaleHandler, replicas_path
 from kapi.registry import scale
+from kapi.registry.resources import VersionConverter
 
 if TYPE_CHECKING:
     from kapi.registry.resources import Resource
@@ -38,10 +39,12 @@ async def apply(registry: Registry, res: Resource, namespace: str, name: str, co
     gvk = (res.group, res.version, res.kind)
     reset = res.strategy.reset_fields_of(res.has_status, subresource)
     opts = dataclasses.replace(opts, apply=True)
+    converter = VersionConverter(registry.table, res)
 
     def applied(live: Obj | None) -> Obj:
         new = apply_managed_fields(schema, gvk, live, config, manager=opts.field_manager, force=force,
-                                   now=meta.now_rfc3339(), subresource=subresource, reset_fields=reset)
+                                   now=meta.now_rfc3339(), subresource=subresource, reset_fields=reset,
+                                   converter=converter)
         md = new.setdefault("metadata", {})
         if md.get("name", name) != name:
             raise errors.BadRequest(f"the name of the object ({md.get('name')}) does not match the name on "

@@ -5,10 +5,13 @@ The built-in resources are ``kapi.apis.BUILTIN``; what a kind does is its ``stra
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kapi import errors
+from kapi.object.managedfields.updater import MissingVersion
 from kapi.registry.strategy import Strategy
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -196,3 +199,26 @@ class ResourceTable:
 
     def in_group_version(self, group: str, version: str) -> list[Resource]:
         return [r for r in self._snapshot if r.group == group and r.version == version]
+
+
+class VersionConverter:
+    """Converts an object of a served resource into another version serving the same stored objects
+    (``autoscaling/v1`` and ``v2`` HorizontalPodAutoscalers, a CRD's versions), through the storage
+    form: the managed fields' converter (kube's scheme conversion). A version not served is
+    ``MissingVersion``; a conversion that is I/O (a CRD's webhook) is not made here: the object
+    only takes the version's apiVersion, its paths taken as the same."""
+
+    def __init__(self, table: ResourceTable, res: Resource) -> None:
+        self._versions = {r.group_version: r for r in (res, *table.sharing_storage(res)) if r.kind == res.kind}
+
+    def convert(self, obj: dict[str, Any], api_version: str) -> dict[str, Any]:
+        source = self._versions.get(str(obj.get("apiVersion") or ""))
+        if obj.get("apiVersion") == api_version:
+            return obj
+        target = self._versions.get(api_version)
+        if source is None or target is None:
+            raise MissingVersion(f"{api_version} does not serve these objects")
+        if source.strategy.converts_async or target.strategy.converts_async:
+            return {**obj, "apiVersion": api_version}
+        out = target.strategy.from_storage(source.strategy.to_storage(copy.deepcopy(obj)))
+        return {**out, "apiVersion": api_version, "kind": target.kind}

@@ -30,7 +30,7 @@ from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_sele
 from kapi.object.validation import validate_object_meta, validate_update_meta
 from kapi.registry import applying, deletion, listing, scale, watching
 from kapi.registry.deletion import DeleteOptions, DeleteResult
-from kapi.registry.resources import Resource, ResourceTable
+from kapi.registry.resources import Resource, ResourceTable, VersionConverter
 from kapi.object.access import UserInfo
 from kapi.registry.admit import CREATE, UPDATE, Admission, AdmissionRequest
 from kapi.registry.strategy import Access, Allocation
@@ -417,7 +417,8 @@ class Registry:
             res.strategy.managed_fields_schema(self.schema), (res.group, res.version, res.kind), old, new,
             manager=opts.field_manager,
             subresource=subresource, api_version=res.group_version, now=meta.now_rfc3339(),
-            reset_fields=res.strategy.reset_fields_of(res.has_status, subresource))
+            reset_fields=res.strategy.reset_fields_of(res.has_status, subresource),
+            converter=VersionConverter(self.table, res))
         if entries:
             new["metadata"]["managedFields"] = entries
         else:

@@ -293,3 +293,48 @@ async def test_write_options_are_validated_as_kube_does(api: Api) -> None:
     assert r.json()["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
                                    '[]string{"Yes"}: supported values: "All"')
     assert (await api.request("GET", f"{cms}/o")).status == 200
+
+
+async def test_managers_of_another_version_are_judged_in_theirs(api: Api) -> None:
+    """A manager recorded in autoscaling/v1 owns .spec.targetCPUUtilizationPercentage; an autoscaling/v2
+    apply that changes the CPU metric changes that v1 field, so it conflicts with the v1 manager (kube
+    compares in each manager's version), and forced, the v1 manager loses the field."""
+    v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+    hpa = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1, "maxReplicas": 5, "targetCPUUtilizationPercentage": 50}}
+    r = await api.request("POST", f"{v1}?fieldManager=old-tool", hpa)
+    assert r.status == 201, r.body
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}}
+    v2 = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+          "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                   "maxReplicas": 5, "metrics": [cpu]}}
+    path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/h"
+    r = await apply(api, path, v2, "new-tool")
+    assert r.status == 409, r.body
+    message = r.json()["message"]
+    assert 'conflict with "old-tool" using autoscaling/v1: .spec.targetCPUUtilizationPercentage' in message, message
+    assert "maxReplicas" not in message  # the same value in both versions: shared, not a conflict
+    r = await apply(api, path, v2, "new-tool", "&force=true")
+    assert r.status == 200, r.body
+    entries = {e["manager"]: e for e in r.json()["metadata"]["managedFields"]}
+    assert entries["old-tool"]["apiVersion"] == "autoscaling/v1"
+    assert "f:targetCPUUtilizationPercentage" not in entries["old-tool"]["fieldsV1"]["f:spec"]
+    assert "f:maxReplicas" in entries["old-tool"]["fieldsV1"]["f:spec"]
+    got = (await api.request("GET", f"{v1}/h")).json()
+    assert got["spec"]["targetCPUUtilizationPercentage"] == 70
+
+
+async def test_an_update_in_another_version_takes_what_it_changed_in_the_owners_version(api: Api) -> None:
+    v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+    hpa = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "u"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "maxReplicas": 5, "targetCPUUtilizationPercentage": 50}}
+    assert (await api.request("POST", f"{v1}?fieldManager=old-tool", hpa)).status == 201
+    path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/u?fieldManager=editor"
+    cpu = {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}
+    r = await api.request("PATCH", path, {"spec": {"metrics": [cpu]}}, content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+    entries = {e["manager"]: e["fieldsV1"]["f:spec"] for e in r.json()["metadata"]["managedFields"]}
+    assert "f:targetCPUUtilizationPercentage" not in entries["old-tool"] and "f:maxReplicas" in entries["old-tool"]
+    assert "f:metrics" in entries["editor"]

@@ -15,7 +15,7 @@ from kapi.object.managedfields.entries import (Managed, ManagerKey, VersionedSet
                                                encode_managed_fields, normalize_time, unix_seconds)
 from kapi.object.managedfields.fieldpath import FieldSet, make_path
 from kapi.object.managedfields.shape import as_gvk
-from kapi.object.managedfields.updater import reconcile_with_schema
+from kapi.object.managedfields.updater import Converter, MissingVersion, reconcile_with_schema
 from kapi.object.schema import GVK, Schema
 
 __all__ = ["ANCIENT_CHANGES_MANAGER", "MAX_UPDATE_MANAGERS", "STRIPPED_PATHS", "cap_update_managers", "is_reset",
@@ -107,6 +107,7 @@ def update_managed_fields(
     api_version: str = "",
     now: str,
     reset_fields: Iterable[Sequence[str]] = (),
+    converter: Converter | None = None,
 ) -> list[dict[str, Any]]:
     """The managedFields kube-apiserver records for a create/update/patch (not apply).
 
@@ -149,14 +150,25 @@ def update_managed_fields(
         if fields is not vs.fields:
             managed.fields[key] = VersionedSet(fields, vs.api_version, vs.applied)
 
-    diff = compare(schema, gvk, _without_managed_fields(old or {}), _without_managed_fields(new))
+    before, after = _without_managed_fields(old or {}), _without_managed_fields(new)
     reset = FieldSet(make_path(p) for p in reset_fields)
-    diff = diff.filtered(reset)
+    diff = compare(schema, gvk, before, after).filtered(reset)
 
-    # Ownership moves: whatever this write changed or removed leaves every earlier owner.
-    taken = diff.modified | diff.added
+    # Ownership moves: whatever this write changed or removed leaves every earlier owner, judged in
+    # the owner's version (both objects converted; an owner of a version no longer served goes).
+    diffs = {api_version: diff}
     for key, vs in list(managed.fields.items()):
-        remaining = vs.fields - taken - diff.removed
+        d = diffs.get(vs.api_version, diff if converter is None else None)
+        if d is None:
+            group, _, version = vs.api_version.rpartition("/")
+            try:
+                d = compare(schema, GVK(group, version, gvk.kind), converter.convert(before, vs.api_version)
+                            if old is not None else None, converter.convert(after, vs.api_version)).filtered(reset)
+            except MissingVersion:
+                del managed.fields[key]
+                continue
+            diffs[vs.api_version] = d
+        remaining = vs.fields - (d.modified | d.added) - d.removed
         if remaining:
             managed.fields[key] = VersionedSet(remaining, vs.api_version, vs.applied)
         else:
