@@ -54,12 +54,12 @@ class CertificateSigningRequestStrategy(Strategy):
     field_labels = FieldLabels(META_FIELDS | {"spec.signerName"})
     reset_fields = (("spec",), ("status",))
     status_reset_fields = (("spec",), ("status", "conditions"))
+    printer = tables.CERTIFICATE_SIGNING_REQUEST
 
     def reset_fields_of(self, has_status: bool, subresource: str) -> tuple[tuple[str, ...], ...]:
         if subresource == "approval":
             return (("spec",), ("status", "certificate"))
         return super().reset_fields_of(has_status, subresource)
-    printer = tables.CERTIFICATE_SIGNING_REQUEST
 
     def validate(self, obj: Obj) -> list[Cause]:
         return validate_csr(obj)

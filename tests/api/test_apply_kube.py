@@ -13,8 +13,7 @@ from .conftest import Api
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
-KNOWN_GAPS = {
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"

@@ -15,8 +15,7 @@ from tests.managedfields.test_smd_nested import nestedTypeParser
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
-KNOWN_GAPS = {
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 structMultiversionParser = Parser("""types:

@@ -8,8 +8,7 @@ from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, Dedu
 
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
-KNOWN_GAPS = {
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 nestedTypeParser = Parser("""types:
