@@ -273,7 +273,11 @@ async def test_delete_crd_removes_its_objects_first(cluster: Cluster) -> None:
                if c["type"] == "Terminating"]
     assert ("True", "InstanceDeletionInProgress") in reasons
     assert ("False", "InstanceDeletionCompleted") in reasons
-    assert registry.table.get("example.com", "v1", "widgets") is None
+    # the controller stops serving the resource once its informer sees the CRD gone, a moment after
+
+    async def unserved() -> bool:
+        return registry.table.get("example.com", "v1", "widgets") is None
+    await until(unserved, "the resource no longer served")
     assert (await registry.list(res, "", ListOptions())).items == []
 
 
