@@ -171,6 +171,7 @@ class CustomResourceStrategy(Strategy):
         self.converts_async = bool(conversion is not None and storage_version and storage_version != version
                                    and conversion.needs_async)
         self._managed_schema: tuple[Schema, Schema] | None = None  # see managed_fields_schema
+        self.siblings: tuple[CustomResourceStrategy, ...] = (self,)  # every served version's strategy
 
     # ------------------------------------------------------------ schema
 
@@ -252,13 +253,13 @@ class CustomResourceStrategy(Strategy):
         return {k: v for k, v in new.items() if k not in strip} != {k: v for k, v in old.items() if k not in strip}
 
     def managed_fields_schema(self, base: Schema) -> Schema:
-        """The built-in schema with this version's structural schema as types (made once per base)."""
-        if self.schema is None:
-            return base
+        """The built-in schema with each served version's structural schema as types (managers of other
+        versions are judged in theirs); made once per base."""
         cached = self._managed_schema
         if cached is None or cached[0] is not base:
-            cached = self._managed_schema = (base, base.extended(
-                structural_types(self.group, self.version, self.kind, self.schema)))
+            types = [t for s in self.siblings if s.schema is not None
+                     for t in structural_types(s.group, s.version, s.kind, s.schema)]
+            cached = self._managed_schema = (base, base.extended(types) if types else base)
         return cached[1]
 
     # ------------------------------------------------------------- scale
@@ -359,7 +360,7 @@ def custom_resources(crd: Obj, *, client_factory: ClientFactory | None = None,
                                                        resolve_service=resolve_service)
     except Exception:  # noqa: BLE001 - an unusable webhook config: the None strategy serves reads
         conversion = None
-    out = []
+    out: list[Resource] = []
     for v in versions:
         if not v.get("served"):
             continue
@@ -378,4 +379,7 @@ def custom_resources(crd: Obj, *, client_factory: ClientFactory | None = None,
             subresources=subresources, storage_prefix=f"{group}/{plural}", strategy=strategy,
             singular_name=singular, storage_version=storage if storage and storage != name else "",
             warning=deprecation_warning(group, v, kind), cacheable=not strategy.converts_async))
+    siblings = tuple(r.strategy for r in out if isinstance(r.strategy, CustomResourceStrategy))
+    for s in siblings:
+        s.siblings = siblings
     return out

@@ -64,3 +64,25 @@ async def test_a_list_made_atomic_is_owned_whole_by_who_applied_its_items(cluste
     assert obj["spec"]["tags"] == [{"name": "z", "value": "x"}]
     fields = {e["manager"]: e["fieldsV1"] for e in obj["metadata"]["managedFields"]}
     assert fields == {"c": {"f:spec": {"f:tags": {}}}}
+
+
+async def test_a_manager_of_another_crd_version_is_judged_by_that_versions_schema(cluster: Cluster) -> None:
+    """Two served versions (no conversion webhook): a v1 manager's list-map item, changed by a v2 apply,
+    conflicts with it, as kube types each manager's fields by its own version's schema."""
+    api = cluster.api
+    crd = tagged_crd("map")
+    v1 = crd["spec"]["versions"][0]
+    crd["spec"]["versions"].append({**v1, "name": "v2", "storage": False})
+    assert (await api.create(CRD_PATH, crd)).status == 201
+    await established(api, NAME)
+    r = await until(lambda: api.request("PATCH", f"{OBJ}?fieldManager=a", body("x"), content_type=APPLY),
+                    "the custom resource served")
+    assert r.status == 201, r.body
+    v2_obj = "/apis/example.com/v2/namespaces/default/tagged/t"
+    changed = orjson.dumps({"apiVersion": "example.com/v2", "kind": "Tagged", "metadata": {"name": "t"},
+                            "spec": {"tags": [{"name": "x", "value": "changed"}]}})
+    r = await until(lambda: api.request("PATCH", f"{v2_obj}?fieldManager=b", changed, content_type=APPLY),
+                    "v2 served")
+    assert r.status == 409, r.body
+    assert r.json()["message"] == ('Apply failed with 1 conflict: conflict with "a": '
+                                   '.spec.tags[name="x"].value'), r.json()["message"]
