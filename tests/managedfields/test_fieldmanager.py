@@ -151,7 +151,8 @@ def test_conflict_error_prints_subresource() -> None:
     from kapi.object.managedfields.fieldpath import make_path
     from kapi.object.managedfields.updater import Conflict, Conflicts
 
-    err = conflict_error(Conflicts([Conflict(ManagerKey("ctl", "Update", "v1", "scale"), make_path(("spec", "replicas")))]))
+    owner = ManagerKey("ctl", "Update", "v1", "scale")
+    err = conflict_error(Conflicts([Conflict(owner, make_path(("spec", "replicas")))]))
     assert err.message == ('Apply failed with 1 conflict: conflict with "ctl" with subresource "scale" using v1: '
                            ".spec.replicas")
 

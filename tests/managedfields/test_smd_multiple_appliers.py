@@ -8,17 +8,30 @@ from typing import Any
 import pytest
 
 from kapi.object.managedfields.updater import MissingVersion
-from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, DeducedParser, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
+from tests.managedfields.smd_harness import (
+    Apply,
+    Conflict,
+    DeducedParser,
+    ForceApply,
+    Parser,
+    TestCase,
+    Update,
+    V,
+    _KBF,
+    _NS,
+    _P,
+    _V,
+)
 
 from tests.managedfields.test_smd_key import associativeListParser
 from tests.managedfields.test_smd_nested import nestedTypeParser
-
 
 # Known differences from kube-apiserver and structured-merge-diff (strict xfail, see tests/conftest.py)
 KNOWN_GAPS: dict[str, str] = {}
 
 
-structMultiversionParser = Parser("""types:
+structMultiversionParser = Parser(
+    """types:
 - name: v1
   map:
     fields:
@@ -100,9 +113,12 @@ structMultiversionParser = Parser("""types:
       - name: name
         type:
           scalar: string
-""", 'v1')
+""",
+    "v1",
+)
 
-atomicMapParser = Parser("""types:
+atomicMapParser = Parser(
+    """types:
 - name: v1
   map:
     fields:
@@ -119,9 +135,12 @@ atomicMapParser = Parser("""types:
         type:
           scalar: string
     elementRelationship: atomic
-""", 'v1')
+""",
+    "v1",
+)
 
-multiversionWithReliantFieldsParser = Parser("""types:
+multiversionWithReliantFieldsParser = Parser(
+    """types:
 - name: v1
   map:
     fields:
@@ -140,9 +159,12 @@ multiversionWithReliantFieldsParser = Parser("""types:
       - name: common_field
         type:
           scalar: string
-""", 'v1')
+""",
+    "v1",
+)
 
-versionDoesntMatchTypeName = Parser("""types:
+versionDoesntMatchTypeName = Parser(
+    """types:
 - name: TypeV1
   map:
     fields:
@@ -161,102 +183,307 @@ versionDoesntMatchTypeName = Parser("""types:
       - name: common_field
         type:
           scalar: string
-""", 'TypeV2')
+""",
+    "TypeV2",
+)
 
-MULTIPLE_APPLIERS_SET = { "remove_one" : TestCase( ops= [ Apply( manager= "apply-one" , api_version= "v1" , object= """
+MULTIPLE_APPLIERS_SET = {
+    "remove_one": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                api_version="v1",
+                object="""
 						list:
 						- name: a
 						- name: b
-					""" , ) , Apply( manager= "apply-two" , api_version= "v2" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-two",
+                api_version="v2",
+                object="""
 						list:
 						- name: c
-					""" , ) , Apply( manager= "apply-one" , api_version= "v3" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-one",
+                api_version="v3",
+                object="""
 						list:
 						- name: a
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- name: a
 				- name: c
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "list" , _KBF ( "name" , "a" ) ) , _P ( "list" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "list" , _KBF ( "name" , "c" ) ) , _P ( "list" , _KBF ( "name" , "c" ) , "name" ) , ) , "v2" , False , ) , } , ) , "same_value_no_conflict" : TestCase( ops= [ Apply( manager= "apply-one" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("list", _KBF("name", "a")),
+                    _P("list", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("list", _KBF("name", "c")),
+                    _P("list", _KBF("name", "c"), "name"),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "same_value_no_conflict": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                api_version="v1",
+                object="""
 						list:
 						- name: a
 						  value: 0
-					""" , ) , Apply( manager= "apply-two" , api_version= "v2" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-two",
+                api_version="v2",
+                object="""
 						list:
 						- name: a
 						  value: 0
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- name: a
 				  value: 0
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "list" , _KBF ( "name" , "a" ) ) , _P ( "list" , _KBF ( "name" , "a" ) , "name" ) , _P ( "list" , _KBF ( "name" , "a" ) , "value" ) , ) , "v1" , False , ) , "apply-two" : V ( _NS ( _P ( "list" , _KBF ( "name" , "a" ) ) , _P ( "list" , _KBF ( "name" , "a" ) , "name" ) , _P ( "list" , _KBF ( "name" , "a" ) , "value" ) , ) , "v2" , False , ) , } , ) , "change_value_yes_conflict" : TestCase( ops= [ Apply( manager= "apply-one" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("list", _KBF("name", "a")),
+                    _P("list", _KBF("name", "a"), "name"),
+                    _P("list", _KBF("name", "a"), "value"),
+                ),
+                "v1",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("list", _KBF("name", "a")),
+                    _P("list", _KBF("name", "a"), "name"),
+                    _P("list", _KBF("name", "a"), "value"),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "change_value_yes_conflict": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                api_version="v1",
+                object="""
 						list:
 						- name: a
 						  value: 0
-					""" , ) , Apply( manager= "apply-two" , api_version= "v2" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-two",
+                api_version="v2",
+                object="""
 						list:
 						- name: a
 						  value: 1
-					""" , conflicts= [ Conflict( manager= "apply-one" , path= _P ( "list" , _KBF ( "name" , "a" ) , "value" ) ) , ] , ) , ] , object= """
+					""",
+                conflicts=[
+                    Conflict(manager="apply-one", path=_P("list", _KBF("name", "a"), "value")),
+                ],
+            ),
+        ],
+        object="""
 				list:
 				- name: a
 				  value: 0
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "list" , _KBF ( "name" , "a" ) ) , _P ( "list" , _KBF ( "name" , "a" ) , "name" ) , _P ( "list" , _KBF ( "name" , "a" ) , "value" ) , ) , "v1" , False , ) , } , ) , "remove_one_keep_one" : TestCase( ops= [ Apply( manager= "apply-one" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("list", _KBF("name", "a")),
+                    _P("list", _KBF("name", "a"), "name"),
+                    _P("list", _KBF("name", "a"), "value"),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "remove_one_keep_one": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                api_version="v1",
+                object="""
 						list:
 						- name: a
 						- name: b
 						- name: c
-					""" , ) , Apply( manager= "apply-two" , api_version= "v2" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-two",
+                api_version="v2",
+                object="""
 						list:
 						- name: c
 						- name: d
-					""" , ) , Apply( manager= "apply-one" , api_version= "v3" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-one",
+                api_version="v3",
+                object="""
 						list:
 						- name: a
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- name: a
 				- name: c
 				- name: d
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "list" , _KBF ( "name" , "a" ) ) , _P ( "list" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "list" , _KBF ( "name" , "c" ) ) , _P ( "list" , _KBF ( "name" , "d" ) ) , _P ( "list" , _KBF ( "name" , "c" ) , "name" ) , _P ( "list" , _KBF ( "name" , "d" ) , "name" ) , ) , "v2" , False , ) , } , ) , }
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("list", _KBF("name", "a")),
+                    _P("list", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("list", _KBF("name", "c")),
+                    _P("list", _KBF("name", "d")),
+                    _P("list", _KBF("name", "c"), "name"),
+                    _P("list", _KBF("name", "d"), "name"),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+}
+
 
 @pytest.mark.parametrize("name", sorted(MULTIPLE_APPLIERS_SET))
 def test_multiple_appliers_set(name: str) -> None:
     MULTIPLE_APPLIERS_SET[name].run(associativeListParser)
 
 
-MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+MULTIPLE_APPLIERS_NESTED_TYPE = {
+    "remove_one_keep_one_with_two_sub_items": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
 						- name: b
 						  value:
 						  - c
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						listOfLists:
 						- name: b
 						  value:
 						  - d
-					""" , api_version= "v2" , ) , Apply( manager= "apply-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
-					""" , api_version= "v3" , ) , ] , object= """
+					""",
+                api_version="v3",
+            ),
+        ],
+        object="""
 				listOfLists:
 				- name: a
 				- name: b
 				  value:
 				  - d
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "b" ) ) , _P ( "listOfLists" , _KBF ( "name" , "b" ) , "name" ) , _P ( "listOfLists" , _KBF ( "name" , "b" ) , "value" , _V ( "d" ) ) , ) , "v2" , False , ) , } , ) , "remove_one_keep_one_with_dangling_subitem" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "b")),
+                    _P("listOfLists", _KBF("name", "b"), "name"),
+                    _P("listOfLists", _KBF("name", "b"), "value", _V("d")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "remove_one_keep_one_with_dangling_subitem": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
 						- name: b
 						  value:
 						  - c
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						listOfLists:
 						- name: b
 						  value:
 						  - d
-					""" , api_version= "v2" , ) , Update( manager= "controller" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller",
+                object="""
 						listOfLists:
 						- name: a
 						- name: b
@@ -264,28 +491,80 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 						  - c
 						  - d
 						  - e
-					""" , api_version= "v2" , ) , Apply( manager= "apply-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
-					""" , api_version= "v3" , ) , ] , object= """
+					""",
+                api_version="v3",
+            ),
+        ],
+        object="""
 				listOfLists:
 				- name: a
 				- name: b
 				  value:
 				  - d
 				  - e
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "b" ) ) , _P ( "listOfLists" , _KBF ( "name" , "b" ) , "name" ) , _P ( "listOfLists" , _KBF ( "name" , "b" ) , "value" , _V ( "d" ) ) , ) , "v2" , False , ) , "controller" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "b" ) , "value" , _V ( "e" ) ) , ) , "v2" , False , ) , } , ) , "remove_one_with_dangling_subitem_keep_one" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "b")),
+                    _P("listOfLists", _KBF("name", "b"), "name"),
+                    _P("listOfLists", _KBF("name", "b"), "value", _V("d")),
+                ),
+                "v2",
+                False,
+            ),
+            "controller": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "b"), "value", _V("e")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "remove_one_with_dangling_subitem_keep_one": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
 						- name: b
 						  value:
 						  - c
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						listOfLists:
 						- name: a
 						  value:
 						  - b
-					""" , api_version= "v2" , ) , Update( manager= "controller" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller",
+                object="""
 						listOfLists:
 						- name: a
 						  value:
@@ -294,26 +573,71 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 						  value:
 						  - c
 						  - d
-					""" , api_version= "v2" , ) , Apply( manager= "apply-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
-					""" , api_version= "v3" , ) , ] , object= """
+					""",
+                api_version="v3",
+            ),
+        ],
+        object="""
 				listOfLists:
 				- name: a
 				  value:
 				  - b
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "value" , _V ( "b" ) ) , ) , "v2" , False , ) , } , ) , "remove_one_with_managed_subitem_keep_one" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                    _P("listOfLists", _KBF("name", "a"), "value", _V("b")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "remove_one_with_managed_subitem_keep_one": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
 						- name: b
 						  value:
 						  - c
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						listOfLists:
 						- name: a
 						  value:
 						  - b
-					""" , api_version= "v2" , ) , Update( manager= "controller" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller",
+                object="""
 						listOfLists:
 						- name: a
 						  value:
@@ -322,46 +646,131 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 						  value:
 						  - c
 						  - d
-					""" , api_version= "v2" , ) , Apply( manager= "apply-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
-					""" , api_version= "v3" , ) , ] , object= """
+					""",
+                api_version="v3",
+            ),
+        ],
+        object="""
 				listOfLists:
 				- name: a
 				  value:
 				  - b
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "value" , _V ( "b" ) ) , ) , "v2" , False , ) , } , ) , "remove_one_keep_one_with_sub_item" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                    _P("listOfLists", _KBF("name", "a"), "value", _V("b")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "remove_one_keep_one_with_sub_item": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
 						- name: b
 						  value:
 						  - c
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						listOfLists:
 						- name: b
 						  value:
 						  - d
-					""" , api_version= "v2" , ) , Apply( manager= "apply-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""
 						listOfLists:
 						- name: a
-					""" , api_version= "v3" , ) , ] , object= """
+					""",
+                api_version="v3",
+            ),
+        ],
+        object="""
 				listOfLists:
 				- name: a
 				- name: b
 				  value:
 				  - d
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "a" ) ) , _P ( "listOfLists" , _KBF ( "name" , "a" ) , "name" ) , ) , "v3" , False , ) , "apply-two" : V ( _NS ( _P ( "listOfLists" , _KBF ( "name" , "b" ) ) , _P ( "listOfLists" , _KBF ( "name" , "b" ) , "name" ) , _P ( "listOfLists" , _KBF ( "name" , "b" ) , "value" , _V ( "d" ) ) , ) , "v2" , False , ) , } , ) , "multiple_appliers_recursive_map" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "a")),
+                    _P("listOfLists", _KBF("name", "a"), "name"),
+                ),
+                "v3",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("listOfLists", _KBF("name", "b")),
+                    _P("listOfLists", _KBF("name", "b"), "name"),
+                    _P("listOfLists", _KBF("name", "b"), "value", _V("d")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "multiple_appliers_recursive_map": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						mapOfMapsRecursive:
 						  a:
 						    b:
 						  c:
 						    d:
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						mapOfMapsRecursive:
 						  a:
 						  c:
 						    d:
-					""" , api_version= "v2" , ) , Update( manager= "controller-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller-one",
+                object="""
 						mapOfMapsRecursive:
 						  a:
 						    b:
@@ -369,7 +778,12 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 						  c:
 						    d:
 						      e:
-					""" , api_version= "v3" , ) , Update( manager= "controller-two" , object= """
+					""",
+                api_version="v3",
+            ),
+            Update(
+                manager="controller-two",
+                object="""
 						mapOfMapsRecursive:
 						  a:
 						    b:
@@ -379,7 +793,12 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 						    d:
 						      e:
 						        f:
-					""" , api_version= "v2" , ) , Update( manager= "controller-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller-one",
+                object="""
 						mapOfMapsRecursive:
 						  a:
 						    b:
@@ -391,9 +810,18 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 						      e:
 						        f:
 						          g:
-					""" , api_version= "v3" , ) , Apply( manager= "apply-one" , object= """
+					""",
+                api_version="v3",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""
 						mapOfMapsRecursive:
-					""" , api_version= "v4" , ) , ] , object= """
+					""",
+                api_version="v4",
+            ),
+        ],
+        object="""
 				mapOfMapsRecursive:
 				  a:
 				  c:
@@ -401,30 +829,87 @@ MULTIPLE_APPLIERS_NESTED_TYPE = { "remove_one_keep_one_with_two_sub_items" : Tes
 				      e:
 				        f:
 				          g:
-			""" , api_version= "v1" , managed= { "apply-one" : V ( _NS ( _P ( "mapOfMapsRecursive" ) , ) , "v4" , False , ) , "apply-two" : V ( _NS ( _P ( "mapOfMapsRecursive" , "a" ) , _P ( "mapOfMapsRecursive" , "c" ) , _P ( "mapOfMapsRecursive" , "c" , "d" ) , ) , "v2" , False , ) , "controller-one" : V ( _NS ( _P ( "mapOfMapsRecursive" , "c" , "d" , "e" ) , _P ( "mapOfMapsRecursive" , "c" , "d" , "e" , "f" , "g" ) , ) , "v3" , False , ) , "controller-two" : V ( _NS ( _P ( "mapOfMapsRecursive" , "c" , "d" , "e" , "f" ) , ) , "v2" , False , ) , } , ) , }
+			""",
+        api_version="v1",
+        managed={
+            "apply-one": V(
+                _NS(
+                    _P("mapOfMapsRecursive"),
+                ),
+                "v4",
+                False,
+            ),
+            "apply-two": V(
+                _NS(
+                    _P("mapOfMapsRecursive", "a"),
+                    _P("mapOfMapsRecursive", "c"),
+                    _P("mapOfMapsRecursive", "c", "d"),
+                ),
+                "v2",
+                False,
+            ),
+            "controller-one": V(
+                _NS(
+                    _P("mapOfMapsRecursive", "c", "d", "e"),
+                    _P("mapOfMapsRecursive", "c", "d", "e", "f", "g"),
+                ),
+                "v3",
+                False,
+            ),
+            "controller-two": V(
+                _NS(
+                    _P("mapOfMapsRecursive", "c", "d", "e", "f"),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+}
+
 
 @pytest.mark.parametrize("name", sorted(MULTIPLE_APPLIERS_NESTED_TYPE))
 def test_multiple_appliers_nested_type(name: str) -> None:
     MULTIPLE_APPLIERS_NESTED_TYPE[name].run(nestedTypeParser)
 
 
-MULTIPLE_APPLIERS_DEDUCED_TYPE = { "multiple_appliers_recursive_map_deduced" : TestCase( ops= [ Apply( manager= "apply-one" , object= """
+MULTIPLE_APPLIERS_DEDUCED_TYPE = {
+    "multiple_appliers_recursive_map_deduced": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                object="""
 						a:
 						  b:
 						c:
 						  d:
-					""" , api_version= "v1" , ) , Apply( manager= "apply-two" , object= """
+					""",
+                api_version="v1",
+            ),
+            Apply(
+                manager="apply-two",
+                object="""
 						a:
 						c:
 						  d:
-					""" , api_version= "v2" , ) , Update( manager= "controller-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller-one",
+                object="""
 						a:
 						  b:
 						    c:
 						c:
 						  d:
 						    e:
-					""" , api_version= "v3" , ) , Update( manager= "controller-two" , object= """
+					""",
+                api_version="v3",
+            ),
+            Update(
+                manager="controller-two",
+                object="""
 						a:
 						  b:
 						    c:
@@ -433,7 +918,12 @@ MULTIPLE_APPLIERS_DEDUCED_TYPE = { "multiple_appliers_recursive_map_deduced" : T
 						  d:
 						    e:
 						      f:
-					""" , api_version= "v2" , ) , Update( manager= "controller-one" , object= """
+					""",
+                api_version="v2",
+            ),
+            Update(
+                manager="controller-one",
+                object="""
 						a:
 						  b:
 						    c:
@@ -444,38 +934,111 @@ MULTIPLE_APPLIERS_DEDUCED_TYPE = { "multiple_appliers_recursive_map_deduced" : T
 						    e:
 						      f:
 						        g:
-					""" , api_version= "v3" , ) , Apply( manager= "apply-one" , object= """""" , api_version= "v4" , ) , ] , object= """
+					""",
+                api_version="v3",
+            ),
+            Apply(
+                manager="apply-one",
+                object="""""",
+                api_version="v4",
+            ),
+        ],
+        object="""
 				a:
 				c:
 				  d:
 				    e:
 				      f:
 				        g:
-			""" , api_version= "v1" , managed= { "apply-two" : V ( _NS ( _P ( "a" ) , _P ( "c" ) , _P ( "c" , "d" ) , ) , "v2" , False , ) , "controller-one" : V ( _NS ( _P ( "c" , "d" , "e" ) , _P ( "c" , "d" , "e" , "f" , "g" ) , ) , "v3" , False , ) , "controller-two" : V ( _NS ( _P ( "c" , "d" , "e" , "f" ) , ) , "v2" , False , ) , } , ) , }
+			""",
+        api_version="v1",
+        managed={
+            "apply-two": V(
+                _NS(
+                    _P("a"),
+                    _P("c"),
+                    _P("c", "d"),
+                ),
+                "v2",
+                False,
+            ),
+            "controller-one": V(
+                _NS(
+                    _P("c", "d", "e"),
+                    _P("c", "d", "e", "f", "g"),
+                ),
+                "v3",
+                False,
+            ),
+            "controller-two": V(
+                _NS(
+                    _P("c", "d", "e", "f"),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+}
+
 
 @pytest.mark.parametrize("name", sorted(MULTIPLE_APPLIERS_DEDUCED_TYPE))
 def test_multiple_appliers_deduced_type(name: str) -> None:
     MULTIPLE_APPLIERS_DEDUCED_TYPE[name].run(DeducedParser)
 
 
-MULTIPLE_APPLIER_ATOMIC_MAPS = { "force" : TestCase( ops= [ Apply( manager= "apply-one" , api_version= "v1" , object= """
+MULTIPLE_APPLIER_ATOMIC_MAPS = {
+    "force": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                api_version="v1",
+                object="""
 						atomicMap:
 						  field1: a
-					""" , ) , Apply( manager= "apply-two" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="apply-two",
+                api_version="v1",
+                object="""
 						atomicMap:
 						  field2: b
-					""" , conflicts= [ Conflict( manager= "apply-one" , path= _P ( "atomicMap" ) ) , ] , ) , ForceApply( manager= "apply-two" , api_version= "v1" , object= """
+					""",
+                conflicts=[
+                    Conflict(manager="apply-one", path=_P("atomicMap")),
+                ],
+            ),
+            ForceApply(
+                manager="apply-two",
+                api_version="v1",
+                object="""
 						atomicMap:
 						  field2: b
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				atomicMap:
 				  field2: b
-			""" , api_version= "v1" , managed= { "apply-two" : V ( _NS ( _P ( "atomicMap" ) , ) , "v1" , False , ) , } , ) , }
+			""",
+        api_version="v1",
+        managed={
+            "apply-two": V(
+                _NS(
+                    _P("atomicMap"),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+}
+
 
 @pytest.mark.parametrize("name", sorted(MULTIPLE_APPLIER_ATOMIC_MAPS))
 def test_multiple_applier_atomic_maps(name: str) -> None:
     MULTIPLE_APPLIER_ATOMIC_MAPS[name].run(atomicMapParser)
-
 
 
 class RepeatingConverter:
@@ -494,21 +1057,33 @@ class RepeatingConverter:
 
 
 MULTIPLE_APPLIERS_REAL_CONVERSION = {
-    "multiple_appliers_recursive_map_real_conversion": TestCase(ops=[
-        Apply(manager="apply-one", api_version="v1", object="""
+    "multiple_appliers_recursive_map_real_conversion": TestCase(
+        ops=[
+            Apply(
+                manager="apply-one",
+                api_version="v1",
+                object="""
             mapOfMapsRecursive:
               a:
                 b:
               c:
                 d:
-        """),
-        Apply(manager="apply-two", api_version="v2", object="""
+        """,
+            ),
+            Apply(
+                manager="apply-two",
+                api_version="v2",
+                object="""
             mapOfMapsRecursive:
               aa:
               cc:
                 dd:
-        """),
-        Update(manager="controller", api_version="v3", object="""
+        """,
+            ),
+            Update(
+                manager="controller",
+                api_version="v3",
+                object="""
             mapOfMapsRecursive:
               aaa:
                 bbb:
@@ -518,85 +1093,150 @@ MULTIPLE_APPLIERS_REAL_CONVERSION = {
                 ddd:
                   eee:
                     fff:
-        """),
-        Apply(manager="apply-one", api_version="v4", object="""
+        """,
+            ),
+            Apply(
+                manager="apply-one",
+                api_version="v4",
+                object="""
             mapOfMapsRecursive:
-        """),
-    ], object="""
+        """,
+            ),
+        ],
+        object="""
         mapOfMapsRecursive:
           aaaa:
           cccc:
             dddd:
               eeee:
                 ffff:
-    """, api_version="v4", managed={
-        "apply-one": V(_NS(_P("mapOfMapsRecursive")), "v4", False),
-        "apply-two": V(_NS(_P("mapOfMapsRecursive", "aa"), _P("mapOfMapsRecursive", "cc"),
-                           _P("mapOfMapsRecursive", "cc", "dd")), "v2", False),
-        "controller": V(_NS(_P("mapOfMapsRecursive", "ccc", "ddd", "eee"),
-                            _P("mapOfMapsRecursive", "ccc", "ddd", "eee", "fff")), "v3", False),
-    }),
-    "appliers_remove_from_controller_real_conversion": TestCase(ops=[
-        Apply(manager="apply", api_version="v3", object="""
+    """,
+        api_version="v4",
+        managed={
+            "apply-one": V(_NS(_P("mapOfMapsRecursive")), "v4", False),
+            "apply-two": V(
+                _NS(
+                    _P("mapOfMapsRecursive", "aa"), _P("mapOfMapsRecursive", "cc"), _P("mapOfMapsRecursive", "cc", "dd")
+                ),
+                "v2",
+                False,
+            ),
+            "controller": V(
+                _NS(
+                    _P("mapOfMapsRecursive", "ccc", "ddd", "eee"), _P("mapOfMapsRecursive", "ccc", "ddd", "eee", "fff")
+                ),
+                "v3",
+                False,
+            ),
+        },
+    ),
+    "appliers_remove_from_controller_real_conversion": TestCase(
+        ops=[
+            Apply(
+                manager="apply",
+                api_version="v3",
+                object="""
             mapOfMapsRecursive:
               aaa:
                 bbb:
-        """),
-        Update(manager="controller", api_version="v1", object="""
+        """,
+            ),
+            Update(
+                manager="controller",
+                api_version="v1",
+                object="""
             mapOfMapsRecursive:
               a:
                 b:
                   c:
-        """),
-        Apply(manager="apply", api_version="v2", object="""
+        """,
+            ),
+            Apply(
+                manager="apply",
+                api_version="v2",
+                object="""
             mapOfMapsRecursive:
               aa:
                 bb:
               cc:
                 dd:
-        """),
-        Apply(manager="apply", api_version="v3", object="""
+        """,
+            ),
+            Apply(
+                manager="apply",
+                api_version="v3",
+                object="""
             mapOfMapsRecursive:
               aaa:
               ccc:
-        """),
-    ], object="""
+        """,
+            ),
+        ],
+        object="""
         mapOfMapsRecursive:
           aaa:
           ccc:
-    """, api_version="v3", managed={
-        "apply": V(_NS(_P("mapOfMapsRecursive", "aaa"), _P("mapOfMapsRecursive", "ccc")), "v3", False),
-    }),
-    "applier_updater_shared_ownership_real_conversion": TestCase(ops=[
-        Update(manager="updater", api_version="v1", object="""
+    """,
+        api_version="v3",
+        managed={
+            "apply": V(_NS(_P("mapOfMapsRecursive", "aaa"), _P("mapOfMapsRecursive", "ccc")), "v3", False),
+        },
+    ),
+    "applier_updater_shared_ownership_real_conversion": TestCase(
+        ops=[
+            Update(
+                manager="updater",
+                api_version="v1",
+                object="""
             mapOfMapsRecursive:
               a:
                 b:
                   c:
-        """),
-        Apply(manager="apply", api_version="v2", object="""
+        """,
+            ),
+            Apply(
+                manager="apply",
+                api_version="v2",
+                object="""
             mapOfMapsRecursive:
               aa:
                 bb:
               cc:
                 dd:
-        """),
-        Apply(manager="apply", api_version="v3", object="""
+        """,
+            ),
+            Apply(
+                manager="apply",
+                api_version="v3",
+                object="""
             mapOfMapsRecursive:
               aaa:
               ccc:
-        """),
-    ], object="""
+        """,
+            ),
+        ],
+        object="""
         mapOfMapsRecursive:
           aaa:
             bbb:
               ccc:
           ccc:
-    """, api_version="v3", managed={
-        "updater": V(_NS(_P("mapOfMapsRecursive"), _P("mapOfMapsRecursive", "a"), _P("mapOfMapsRecursive", "a", "b"),
-                         _P("mapOfMapsRecursive", "a", "b", "c")), "v1", False),
-        "apply": V(_NS(_P("mapOfMapsRecursive", "aaa"), _P("mapOfMapsRecursive", "ccc")), "v3", False),
-    }),
+    """,
+        api_version="v3",
+        managed={
+            "updater": V(
+                _NS(
+                    _P("mapOfMapsRecursive"),
+                    _P("mapOfMapsRecursive", "a"),
+                    _P("mapOfMapsRecursive", "a", "b"),
+                    _P("mapOfMapsRecursive", "a", "b", "c"),
+                ),
+                "v1",
+                False,
+            ),
+            "apply": V(_NS(_P("mapOfMapsRecursive", "aaa"), _P("mapOfMapsRecursive", "ccc")), "v3", False),
+        },
+    ),
 }
 
 

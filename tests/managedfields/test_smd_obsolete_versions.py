@@ -44,4 +44,3 @@ def test_apply_obsolete_version() -> None:
     state.run(Apply("apply", "v2", '{"list": ["a"]}'))
     # The v1 entry was dropped, so nothing the applier had applied in v1 is pruned.
     assert state.live == load('{"list": ["a", "b", "c", "d"]}')
-

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.managedfields.smd_harness import (Apply, ChangeParser, Conflict, DeducedParser, ForceApply, Parser, TestCase, Update, V, _KBF, _NS, _P, _V)
+from tests.managedfields.smd_harness import Apply, Parser, TestCase, Update, V, _NS, _P, _V
 
-
-setFieldsParser = Parser("""types:
+setFieldsParser = Parser(
+    """types:
 - name: sets
   map:
     fields:
@@ -16,41 +16,90 @@ setFieldsParser = Parser("""types:
         list:
           elementType:
             scalar: string
-          elementRelationship: associative""", 'sets')
+          elementRelationship: associative""",
+    "sets",
+)
 
-UPDATE_SET = { "apply_twice" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+UPDATE_SET = {
+    "apply_twice": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- c
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
 				- c
 				- d
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v1" , False , ) , } , ) , "apply_update_apply_no_overlap" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("b")),
+                    _P("list", _V("c")),
+                    _P("list", _V("d")),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "apply_update_apply_no_overlap": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- c
-					""" , ) , Update( manager= "controller" , api_version= "v1" , object= """
+					""",
+            ),
+            Update(
+                manager="controller",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- aprime
 						- c
 						- cprime
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
@@ -58,23 +107,64 @@ UPDATE_SET = { "apply_twice" : TestCase( ops= [ Apply( manager= "default" , api_
 				- c
 				- d
 				- cprime
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "aprime" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "cprime" ) ) , ) , "v1" , False , ) , "controller" : V ( _NS ( _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v1" , False , ) , } , ) , "apply_update_apply_no_overlap_and_different_version" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("aprime")),
+                    _P("list", _V("c")),
+                    _P("list", _V("cprime")),
+                ),
+                "v1",
+                False,
+            ),
+            "controller": V(
+                _NS(
+                    _P("list", _V("b")),
+                    _P("list", _V("d")),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "apply_update_apply_no_overlap_and_different_version": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- c
-					""" , ) , Update( manager= "controller" , api_version= "v2" , object= """
+					""",
+            ),
+            Update(
+                manager="controller",
+                api_version="v2",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- aprime
 						- c
 						- cprime
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
@@ -82,147 +172,397 @@ UPDATE_SET = { "apply_twice" : TestCase( ops= [ Apply( manager= "default" , api_
 				- c
 				- d
 				- cprime
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "aprime" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "cprime" ) ) , ) , "v1" , False , ) , "controller" : V ( _NS ( _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v2" , False , ) , } , ) , "apply_update_apply_with_overlap" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("aprime")),
+                    _P("list", _V("c")),
+                    _P("list", _V("cprime")),
+                ),
+                "v1",
+                False,
+            ),
+            "controller": V(
+                _NS(
+                    _P("list", _V("b")),
+                    _P("list", _V("d")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "apply_update_apply_with_overlap": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- c
-					""" , ) , Update( manager= "controller" , api_version= "v1" , object= """
+					""",
+            ),
+            Update(
+                manager="controller",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
 				- c
 				- d
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "c" ) ) , ) , "v1" , False , ) , "controller" : V ( _NS ( _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v1" , False , ) , } , ) , "apply_update_apply_with_overlap_and_different_version" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("b")),
+                    _P("list", _V("c")),
+                ),
+                "v1",
+                False,
+            ),
+            "controller": V(
+                _NS(
+                    _P("list", _V("b")),
+                    _P("list", _V("d")),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "apply_update_apply_with_overlap_and_different_version": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- c
-					""" , ) , Update( manager= "controller" , api_version= "v2" , object= """
+					""",
+            ),
+            Update(
+                manager="controller",
+                api_version="v2",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
 				- c
 				- d
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "c" ) ) , ) , "v1" , False , ) , "controller" : V ( _NS ( _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v2" , False , ) , } , ) , "apply_twice_reorder" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("b")),
+                    _P("list", _V("c")),
+                ),
+                "v1",
+                False,
+            ),
+            "controller": V(
+                _NS(
+                    _P("list", _V("b")),
+                    _P("list", _V("d")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "apply_twice_reorder": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- d
 						- c
 						- b
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- d
 				- c
 				- b
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v1" , False , ) , } , ) , "apply_update_apply_reorder" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("b")),
+                    _P("list", _V("c")),
+                    _P("list", _V("d")),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "apply_update_apply_reorder": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Update( manager= "controller" , api_version= "v1" , object= """
+					""",
+            ),
+            Update(
+                manager="controller",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- d
 						- c
 						- b
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
 				- c
 				- d
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v1" , False , ) , } , ) , "apply_update_apply_reorder_across_versions" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("b")),
+                    _P("list", _V("c")),
+                    _P("list", _V("d")),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "apply_update_apply_reorder_across_versions": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Update( manager= "controller" , api_version= "v1" , object= """
+					""",
+            ),
+            Update(
+                manager="controller",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- d
 						- c
 						- b
-					""" , ) , Apply( manager= "default" , api_version= "v2" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v2",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- b
 				- c
 				- d
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "b" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "d" ) ) , ) , "v2" , False , ) , } , ) , "apply_twice_remove" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("b")),
+                    _P("list", _V("c")),
+                    _P("list", _V("d")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+    "apply_twice_remove": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v1" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- c
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- c
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "c" ) ) , ) , "v1" , False , ) , } , ) , "apply_twice_remove_across_versions" : TestCase( ops= [ Apply( manager= "default" , api_version= "v1" , object= """
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("c")),
+                ),
+                "v1",
+                False,
+            ),
+        },
+    ),
+    "apply_twice_remove_across_versions": TestCase(
+        ops=[
+            Apply(
+                manager="default",
+                api_version="v1",
+                object="""
 						list:
 						- a
 						- b
 						- c
 						- d
-					""" , ) , Apply( manager= "default" , api_version= "v2" , object= """
+					""",
+            ),
+            Apply(
+                manager="default",
+                api_version="v2",
+                object="""
 						list:
 						- a
 						- c
 						- e
-					""" , ) , ] , object= """
+					""",
+            ),
+        ],
+        object="""
 				list:
 				- a
 				- c
 				- e
-			""" , api_version= "v1" , managed= { "default" : V ( _NS ( _P ( "list" , _V ( "a" ) ) , _P ( "list" , _V ( "c" ) ) , _P ( "list" , _V ( "e" ) ) , ) , "v2" , False , ) , } , ) , }
+			""",
+        api_version="v1",
+        managed={
+            "default": V(
+                _NS(
+                    _P("list", _V("a")),
+                    _P("list", _V("c")),
+                    _P("list", _V("e")),
+                ),
+                "v2",
+                False,
+            ),
+        },
+    ),
+}
+
 
 @pytest.mark.parametrize("name", sorted(UPDATE_SET))
 def test_update_set(name: str) -> None:
     UPDATE_SET[name].run(setFieldsParser)
-
