@@ -283,6 +283,40 @@ async def test_protected_namespace(api: Api) -> None:
     assert r.status == 403
 
 
+async def test_namespace_status_changes_through_status_and_finalizers_through_finalize(api: Api) -> None:
+    path = "/api/v1/namespaces/split"
+    await api.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "split"}})
+    cond = {"type": "NamespaceDeletionDiscoveryFailure", "status": "False", "reason": "Fine",
+            "lastTransitionTime": "2026-01-02T03:04:05Z"}
+    ns = (await api.request("GET", path)).json()
+    ns["status"]["conditions"] = [cond]
+    ns["spec"]["finalizers"] = ["kubernetes", "example.com/hold"]
+    r = await api.request("PUT", path + "/status", ns)
+    assert r.status == 200, r.body
+    assert r.json()["status"]["conditions"] == [cond]
+    assert r.json()["spec"]["finalizers"] == ["kubernetes"]  # the spec is not the status's
+    r = await api.request("PATCH", path, {"status": {"conditions": []}, "spec": {"finalizers": []}},
+                          content_type="application/merge-patch+json")
+    assert r.status == 200, r.body
+    assert r.json()["status"]["conditions"] == [cond] and r.json()["spec"]["finalizers"] == ["kubernetes"]
+    ns = r.json()
+    ns["spec"]["finalizers"] = ["kubernetes", "example.com/hold"]
+    ns["status"]["conditions"] = []
+    r = await api.request("PUT", path + "/finalize", ns)
+    assert r.status == 200, r.body
+    assert r.json()["spec"]["finalizers"] == ["kubernetes", "example.com/hold"]
+    assert r.json()["status"]["conditions"] == [cond]
+    r = await api.request("PATCH", path + "/status", {"status": {"phase": "Terminating"}},
+                          content_type="application/merge-patch+json")
+    assert r.status == 422
+    assert r.json()["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "status.Phase",
+        "message": "Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"}]
+    r = await api.request("PATCH", path + "/status", {"status": {"phase": None}},
+                          content_type="application/merge-patch+json")
+    assert r.status == 200 and r.json()["status"]["phase"] == "Active"  # defaulted, as kube decodes it
+
+
 async def test_errors_for_bad_requests(api: Api) -> None:
     r = await api.request("POST", "/api/v1/namespaces/default/configmaps", b"{not json")
     assert r.status == 400

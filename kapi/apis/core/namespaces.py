@@ -10,7 +10,8 @@ from kapi.encoding.tables import core as tables
 from kapi.object import meta
 from kapi.object.defaults import default_namespace
 from kapi.object.selectors import FieldLabels, text_value
-from kapi.object.validation import RULE_DNS1123_LABEL, validate_namespace, validate_namespace_update
+from kapi.object.validation import (RULE_DNS1123_LABEL, validate_namespace, validate_namespace_status_update,
+                                   validate_namespace_update)
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Obj, Strategy, status_only
 
@@ -41,11 +42,15 @@ class NamespaceStrategy(Strategy):
     def validate_update(self, new: Obj, old: Obj) -> list[errors.Cause]:
         return validate_namespace_update(new, old)
 
+    def validate_status_update(self, new: Obj, old: Obj) -> list[errors.Cause]:
+        return validate_namespace_status_update(new)
+
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
-        """spec.finalizers change only through /finalize; status (the phase) is the server's."""
+        """spec.finalizers change only through /finalize; status (the phase) only through /status."""
         if subresource == "status":
             new = status_only(new, old)
-        if subresource == "finalize":
+            default_namespace(new, old)  # kube defaults every decoded object, a status write's too
+        elif subresource == "finalize":
             finalizers = new.get("spec", {}).get("finalizers")
             new = copy.deepcopy(old)
             new.setdefault("spec", {})["finalizers"] = finalizers or []

@@ -25,7 +25,8 @@ from kapi.object.validation.batch import (validate_cron_job, validate_cron_job_u
     validate_job_update)
 from kapi.object.validation.coordination import validate_lease, validate_lease_update
 from kapi.object.validation.core import (validate_config_map, validate_config_map_update, validate_endpoints,
-    validate_endpoints_update, validate_namespace, validate_namespace_update, validate_node,
+    validate_endpoints_update, validate_namespace, validate_namespace_status_update,
+    validate_namespace_update, validate_node,
     validate_node_update, validate_persistent_volume, validate_persistent_volume_claim,
     validate_persistent_volume_claim_update, validate_persistent_volume_update, validate_secret,
     validate_secret_update, validate_service, validate_service_update)
@@ -111,6 +112,7 @@ __all__ = [
     "validate_lease_update",
     "validate_name",
     "validate_namespace",
+    "validate_namespace_status_update",
     "validate_namespace_update",
     "validate_node",
     "validate_node_update",

@@ -367,6 +367,19 @@ def validate_namespace_update(new: Obj, old: Obj) -> list[Cause]:
     return []
 
 
+@unique_causes
+def validate_namespace_status_update(new: Obj) -> list[Cause]:
+    """The phase is Active until the namespace is being deleted, Terminating after (kube's
+    ValidateNamespaceStatusUpdate, its path spelled as kube spells it)."""
+    phase = _d(new.get("status")).get("phase")
+    if not _d(new.get("metadata")).get("deletionTimestamp"):
+        if phase != "Active":
+            return [field_invalid("status.Phase", phase, "may only be 'Active' if `deletionTimestamp` is empty")]
+    elif phase != "Terminating":
+        return [field_invalid("status.Phase", phase, "may only be 'Terminating' if `deletionTimestamp` is not empty")]
+    return []
+
+
 def _node_taints(taints: list[Any]) -> list[Cause]:
     errs: list[Cause] = []
     seen: set[tuple[str, str]] = set()
