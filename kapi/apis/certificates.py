@@ -4,7 +4,7 @@ Cluster scoped. On create the requester's name, uid, groups and extra are writte
 ``spec.username``/``uid``/``groups``/``extra`` (whatever the body said). The spec is never changed by an
 update (it stays as created). The ``approval`` subresource writes only ``status.conditions`` (Approved,
 Denied); the ``status`` subresource writes the certificate and the other conditions, the Approved and
-Denied ones kept as they were. Conditions get their ``lastUpdateTime``/``lastTransitionTime`` filled.
+Denied ones keeping their old values (validation refuses adding or removing them). Conditions get their ``lastUpdateTime``/``lastTransitionTime`` filled.
 Approved CSRs of ``kubernetes.io/kube-apiserver-client`` are signed by ``kapi.controllers.csrsigning``.
 """
 
@@ -50,6 +50,17 @@ def _populate_condition_timestamps(new: Obj, old: Obj) -> None:
                 cond["lastTransitionTime"] = now
 
 
+def _preserve_condition_instances(new: Obj, old: Obj, kind: str) -> None:
+    """preserveConditionInstances: when new has as many conditions of ``kind`` as old, each takes the
+    old one's value, in new's places."""
+    old_ones = [c for c in _conditions(old) if isinstance(c, dict) and c.get("type") == kind]
+    conds = _conditions(new)
+    places = [i for i, c in enumerate(conds) if isinstance(c, dict) and c.get("type") == kind]
+    if len(places) == len(old_ones):
+        for i, before in zip(places, old_ones):
+            conds[i] = copy.deepcopy(before)
+
+
 class CertificateSigningRequestStrategy(Strategy):
     field_labels = FieldLabels(META_FIELDS | {"spec.signerName"})
     reset_fields = (("spec",), ("status",))
@@ -83,12 +94,10 @@ class CertificateSigningRequestStrategy(Strategy):
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         if subresource == "status":
             out = status_only(new, old)
-            # Approved and Denied conditions are the approval subresource's: kept as they were.
-            kept = [c for c in _conditions(old) if isinstance(c, dict) and c.get("type") in ("Approved", "Denied")]
-            others = [c for c in _conditions(out) if not (isinstance(c, dict) and c.get("type") in
-                                                         ("Approved", "Denied"))]
-            if kept or others:
-                out.setdefault("status", {})["conditions"] = kept + others
+            # Approved and Denied conditions are the approval subresource's: as many instances as before
+            # keep their old values in place; added or removed ones are refused by validation.
+            for kind in ("Approved", "Denied"):
+                _preserve_condition_instances(out, old, kind)
             _populate_condition_timestamps(out, old)
             return out
         new["spec"] = copy.deepcopy(old.get("spec"))

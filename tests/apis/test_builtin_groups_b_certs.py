@@ -159,6 +159,21 @@ async def test_csr_wrong_usages_fail(env: Env) -> None:
         c["type"] == "Failed" for c in (o.get("status") or {}).get("conditions") or []))
     assert not failed["status"].get("certificate")
     assert [c["reason"] for c in failed["status"]["conditions"] if c["type"] == "Failed"] == ["SignerValidationFailure"]
+    # /status: the Approved condition keeps its old value in the place the write gives it; none is added
+    approved, failure = (next(c for c in failed["status"]["conditions"] if c["type"] == kind)
+                         for kind in ("Approved", "Failed"))
+    failed["status"]["conditions"] = [failure, dict(approved, reason="changed")]
+    r = await api.request("PUT", f"{CSRS}/srv/status", failed)
+    assert r.status == 200, r.body
+    assert r.json()["status"]["conditions"] == [failure, approved]
+    again = r.json()
+    again["status"]["conditions"].append({"type": "Denied", "status": "True"})
+    assert ("FieldValueForbidden", "status.conditions", 'Forbidden: updates may not add a condition of type "Denied"') \
+        in causes(await api.request("PUT", f"{CSRS}/srv/status", again))  # (besides: Approved and Denied exclude)
+    # /approval may not drop the Failed condition either
+    again["status"]["conditions"] = [approved]
+    assert causes(await api.request("PUT", f"{CSRS}/srv/approval", again)) == [
+        ("FieldValueForbidden", "status.conditions", 'Forbidden: updates may not remove a condition of type "Failed"')]
 
 
 async def test_csr_refusals(env: Env) -> None:

@@ -133,15 +133,21 @@ def validate_csr(obj: Obj) -> list[Cause]:
     return errs
 
 
-def _kept_conditions(new: Obj, old: Obj) -> list[Cause]:
-    """Approved and Denied conditions stay; a certificate, once issued, stays as it is."""
+def _count(obj: Obj, kind: str) -> int:
+    return sum(1 for c in _l(_d(obj.get("status")).get("conditions")) if _d(c).get("type") == kind)
+
+
+def _kept_conditions(new: Obj, old: Obj, *, approval: bool = True) -> list[Cause]:
+    """No Approved, Denied or Failed condition goes; only the approval subresource (or the main
+    resource, whose status stays as it was) adds Approved or Denied ones; a certificate, once issued,
+    stays as it is (kube's validateCertificateSigningRequestUpdate)."""
     errs: list[Cause] = []
-    new_types = {_d(c).get("type") for c in _l(_d(new.get("status")).get("conditions"))}
-    for kind in ("Approved", "Denied"):
-        if kind not in new_types and any(_d(c).get("type") == kind
-                                         for c in _l(_d(old.get("status")).get("conditions"))):
-            errs.append(field_forbidden("status.conditions", f"updates may not remove a condition of type {kind!r}"
-                                        .replace("'", '"')))
+    for kind in ("Approved", "Denied", "Failed"):
+        if _count(new, kind) < _count(old, kind):
+            errs.append(field_forbidden("status.conditions", f'updates may not remove a condition of type "{kind}"'))
+    for kind in ("Approved", "Denied") if not approval else ():
+        if _count(new, kind) > _count(old, kind):
+            errs.append(field_forbidden("status.conditions", f'updates may not add a condition of type "{kind}"'))
     old_cert = _d(old.get("status")).get("certificate")
     if old_cert and _d(new.get("status")).get("certificate") != old_cert:
         errs.append(field_forbidden("status.certificate", "updates may not modify existing certificate content"))
@@ -155,4 +161,4 @@ def validate_csr_update(new: Obj, old: Obj) -> list[Cause]:
 
 @unique_causes
 def validate_csr_status_update(new: Obj, old: Obj) -> list[Cause]:
-    return _conditions(_d(new.get("status"))) + _kept_conditions(new, old)
+    return _conditions(_d(new.get("status"))) + _kept_conditions(new, old, approval=False)
