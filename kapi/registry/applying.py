@@ -13,7 +13,7 @@ the parent's seen through ``ScaleHandler`` (the owners of the parent's replicas 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kapi import errors
 from kapi.object import meta
@@ -30,11 +30,14 @@ Obj = dict[str, Any]
 
 
 async def apply(registry: Registry, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions,
-                *, force: bool, subresource: str = "") -> tuple[Obj, bool]:
-    """Apply ``config`` (decoded, checked by the handler) by ``opts.field_manager``; returns (object, created)."""
+                *, force: bool, subresource: str = "", merged: Callable[[], None] = lambda: None) -> tuple[Obj, bool]:
+    """Apply ``config`` (decoded, checked by the handler) by ``opts.field_manager``; returns (object, created).
+
+    ``merged`` runs on each try once the merge found no conflict, before anything else: kube's strict
+    decoding of the patch comes there (a conflict is reported first)."""
     if subresource == "scale":
         return await _apply_scale(registry, res, namespace, name, config, dataclasses.replace(opts, apply=True),
-                                  force=force), False
+                                  force=force, merged=merged), False
     schema = res.strategy.managed_fields_schema(registry.schema)
     gvk = (res.group, res.version, res.kind)
     reset = res.strategy.reset_fields_of(res.has_status, subresource)
@@ -45,6 +48,7 @@ async def apply(registry: Registry, res: Resource, namespace: str, name: str, co
         new = apply_managed_fields(schema, gvk, live, config, manager=opts.field_manager, force=force,
                                    now=meta.now_rfc3339(), subresource=subresource, reset_fields=reset,
                                    converter=converter)
+        merged()
         md = new.setdefault("metadata", {})
         if md.get("name", name) != name:
             raise errors.BadRequest(f"the name of the object ({md.get('name')}) does not match the name on "
@@ -76,7 +80,7 @@ _SCALE_GVK = ("autoscaling", "v1", "Scale")
 
 
 async def _apply_scale(registry: Registry, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions,
-                       *, force: bool) -> Obj:
+                       *, force: bool, merged: Callable[[], None]) -> Obj:
     """An apply of a Scale on ``res``'s scale subresource (kube's scale REST with its ScaleHandler); the
     Scale after it. The object must exist (404 otherwise, as kube's scale subresource)."""
     path = replicas_path(res.strategy.spec_replicas_path or ".spec.replicas")
@@ -95,6 +99,7 @@ async def _apply_scale(registry: Registry, res: Resource, namespace: str, name: 
         new = apply_managed_fields(registry.schema, _SCALE_GVK, live, config, manager=opts.field_manager,
                                    force=force, now=meta.now_rfc3339(), subresource="scale",
                                    reset_fields=(("status",),))
+        merged()
         wanted = new["metadata"].get("resourceVersion")
         if wanted and wanted != obj["metadata"].get("resourceVersion"):
             raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)

@@ -620,9 +620,10 @@ class Registry:
     # ------------------------------------------------- apply (applying.py)
 
     async def apply(self, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions, *,
-                    force: bool, subresource: str = "") -> tuple[Obj, bool]:
-        """Server-side apply of ``config``; returns (object, created)."""
-        return await applying.apply(self, res, namespace, name, config, opts, force=force, subresource=subresource)
+                    force: bool, subresource: str = "", merged: Callable[[], None] = lambda: None) -> tuple[Obj, bool]:
+        """Server-side apply of ``config``; returns (object, created). ``merged``: see ``applying.apply``."""
+        return await applying.apply(self, res, namespace, name, config, opts, force=force, subresource=subresource,
+                                    merged=merged)
 
     # -------------------------------------------------------- scale (scale.py)
 

@@ -263,6 +263,12 @@ async def test_repeated_keys_in_the_applied_yaml_follow_field_validation(api: Ap
     assert r.status == 400
     assert r.json()["message"].endswith('errors:\n  line 1: key "name" already set in map\n'
                                         '  line 2: key "a" already set in map'), r.json()["message"]
+    # as in kube, the merge comes first: a conflict is reported before the repeated key
+    conflicting = yaml_body.replace(b"three", b"four")
+    r = await apply(api, path, conflicting, manager="other", extra="&fieldValidation=Strict")
+    assert r.status == 409 and r.json()["message"].startswith("Apply failed with 1 conflict"), r.body
+    r = await apply(api, path, conflicting, manager="other", extra="&fieldValidation=Strict&force=true")
+    assert r.status == 400 and r.json()["message"].startswith("error strict decoding YAML"), r.body
 
 
 async def test_write_options_are_validated_as_kube_does(api: Api) -> None:
