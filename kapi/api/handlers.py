@@ -20,7 +20,7 @@ from kapi.admission.chain import AdmissionChain, RequestAdmission
 from kapi.chain.access import ServerAccess
 from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
-from kapi.chain.context import RequestContext, RequestInfo
+from kapi.chain.context import RequestContext, RequestInfo, query_values
 from kapi.object.access import Attributes
 from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
 from kapi.object.managedfields.entries import manager_name
@@ -218,7 +218,7 @@ class Handlers:
             if not ch.isprintable():
                 causes.append(errors.Cause("FieldValueInvalid", f"Invalid value: {go_quote(manager)}: invalid "
                                            f"character U+{ord(ch):04X} (at position {i})", "fieldManager"))
-        dry = [q["dryRun"]] if q.get("dryRun") else []
+        dry = _dry_run_values(ctx)
         if any(d != "All" for d in dry):
             values = ", ".join(go_quote(d) for d in dry)
             causes.append(errors.Cause("FieldValueNotSupported", f'Unsupported value: []string{{{values}}}: '
@@ -246,7 +246,7 @@ class Handlers:
         if admission is None:
             return obj
         req = AdmissionRequest(CREATE, res, subresource, ctx.info.namespace, ctx.info.name or str(
-            (obj.get("metadata") or {}).get("name") or ""), obj, None, bool(ctx.query.get("dryRun")), kind)
+            (obj.get("metadata") or {}).get("name") or ""), obj, None, bool(_dry_run_values(ctx)), kind)
         await admission.mutate(req)
         if not isinstance(req.obj, dict):
             raise errors.InternalError("admission produced no object")
@@ -487,7 +487,7 @@ class Handlers:
         if "orphanDependents" in q:
             orphan = q["orphanDependents"] in ("1", "true", "True")
         pre = body.get("preconditions") or {}
-        dry_values = [q["dryRun"]] if q.get("dryRun") else [d for d in body.get("dryRun") or [] if isinstance(d, str)]
+        dry_values = _dry_run_values(ctx) or [d for d in body.get("dryRun") or [] if isinstance(d, str)]
         causes = []
         if orphan is not None and policy:
             causes.append(errors.Cause("FieldValueInvalid", "Invalid value: \"%s\": orphanDependents and "
@@ -636,6 +636,12 @@ def _run_once(callbacks: list[Callable[[], None]]) -> None:
     """Run and forget each callback (a watch's ``on_watch_initialized``), so that none runs twice."""
     while callbacks:
         callbacks.pop(0)()
+
+
+def _dry_run_values(ctx: RequestContext) -> list[str]:
+    """The query's dryRun values, each one (kube's []string option); none when the only one is empty."""
+    values = query_values(ctx.query_string, "dryRun") if ctx.query.get("dryRun") is not None else []
+    return values if any(values) else []
 
 
 def _parse_bool(name: str, value: str) -> bool:

@@ -54,6 +54,12 @@ def parse_query(raw: bytes | str) -> dict[str, str]:
     return out
 
 
+def query_values(raw: bytes | str, key: str) -> list[str]:
+    """Every value of ``key`` in the query string, in order (a list-valued option such as dryRun)."""
+    text = raw.decode("latin-1") if isinstance(raw, bytes) else raw
+    return [v for k, v in parse_qsl(text, keep_blank_values=True) if k == key]
+
+
 _DURATION_UNITS_NS = {"ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
                       "s": 1_000_000_000, "m": 60_000_000_000, "h": 3_600_000_000_000}
 _MAX_NS = 1 << 63

@@ -299,6 +299,13 @@ async def test_write_options_are_validated_as_kube_does(api: Api) -> None:
     assert r.json()["message"] == ('DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
                                    '[]string{"Yes"}: supported values: "All"')
     assert (await api.request("GET", f"{cms}/o")).status == 200
+    # dryRun is a list: each value counts, a repeated "All" is a dry run
+    r = await api.request("POST", f"{cms}?dryRun=All&dryRun=Maybe", {**cm, "metadata": {"name": "p"}})
+    assert r.status == 422 and r.json()["details"]["causes"] == [{
+        "reason": "FieldValueNotSupported", "field": "dryRun",
+        "message": 'Unsupported value: []string{"All", "Maybe"}: supported values: "All"'}]
+    r = await api.request("DELETE", f"{cms}/o?dryRun=All&dryRun=All")
+    assert r.status == 200 and (await api.request("GET", f"{cms}/o")).status == 200
 
 
 async def test_managers_of_another_version_are_judged_in_theirs(api: Api) -> None:
