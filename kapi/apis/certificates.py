@@ -4,7 +4,8 @@ Cluster scoped. On create the requester's name, uid, groups and extra are writte
 ``spec.username``/``uid``/``groups``/``extra`` (whatever the body said). The spec is never changed by an
 update (it stays as created). The ``approval`` subresource writes only ``status.conditions`` (Approved,
 Denied); the ``status`` subresource writes the certificate and the other conditions, the Approved and
-Denied ones keeping their old values (validation refuses adding or removing them). Conditions get their ``lastUpdateTime``/``lastTransitionTime`` filled.
+Denied ones keeping their old values (validation refuses adding or removing them). Conditions get their
+``lastUpdateTime``/``lastTransitionTime`` filled.
 Approved CSRs of ``kubernetes.io/kube-apiserver-client`` are signed by ``kapi.controllers.csrsigning``.
 """
 
