@@ -45,7 +45,7 @@ async def apply(registry: Registry, res: Resource, namespace: str, name: str, co
     converter = VersionConverter(registry.table, res)
 
     def applied(live: Obj | None) -> Obj:
-        new = apply_managed_fields(schema, gvk, live, config, manager=opts.field_manager, force=force,
+        new = apply_managed_fields(schema, gvk, live, config, manager=opts.field_manager or "", force=force,
                                    now=meta.now_rfc3339(), subresource=subresource, reset_fields=reset,
                                    converter=converter)
         merged()
@@ -96,7 +96,7 @@ async def _apply_scale(registry: Registry, res: Resource, namespace: str, name: 
             live["metadata"]["managedFields"] = handler.to_subresource()
         except ValueError:
             live["metadata"].pop("managedFields", None)  # entries that do not decode start over, as kube
-        new = apply_managed_fields(registry.schema, _SCALE_GVK, live, config, manager=opts.field_manager,
+        new = apply_managed_fields(registry.schema, _SCALE_GVK, live, config, manager=opts.field_manager or "",
                                    force=force, now=meta.now_rfc3339(), subresource="scale",
                                    reset_fields=(("status",),))
         merged()

@@ -53,7 +53,9 @@ STALE_OBJECT_STATS = (1_000_000_000, 1_500_000)
 @dataclass(frozen=True, slots=True)
 class WriteOptions:
     dry_run: bool = False
-    field_manager: str = ""
+    # The manager an Update is recorded under in managedFields ("" when a request names none and sends no
+    # User-Agent: kube records an entry without a manager); None: not recorded (the server's own writes).
+    field_manager: str | None = None
     # Who writes, and what judges their access: a strategy's ``authorize_write`` reads them (RBAC's
     # escalation check). None for the server's own writes (bootstrap, controllers), which may do anything.
     requester: UserInfo | None = None
@@ -409,7 +411,7 @@ class Registry:
 
     def _track_fields(self, res: Resource, old: Obj | None, new: Obj, opts: WriteOptions, subresource: str) -> None:
         """Record the write in ``metadata.managedFields`` (an Update by the request's field manager)."""
-        if not opts.field_manager or opts.apply:
+        if opts.field_manager is None or opts.apply:
             if new["metadata"].get("managedFields") == []:
                 del new["metadata"]["managedFields"]  # a reset with no manager to record
             return

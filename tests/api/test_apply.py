@@ -94,6 +94,20 @@ async def test_conflict_with_an_update_manager(api: Api) -> None:
     assert shared.status == 200
 
 
+async def test_an_update_naming_no_manager_is_recorded_too(api: Api) -> None:
+    """No fieldManager: the User-Agent's prefix manages the write; with neither, ``unknown`` does."""
+    assert (await apply(api, f"{DEPLOYS}/web", deployment())).status == 201
+    for replicas, headers in ((7, {"user-agent": "scaler/v1.2 (linux/amd64)"}), (8, {})):
+        r = await api.request("PATCH", f"{DEPLOYS}/web", {"spec": {"replicas": replicas}}, headers=headers,
+                              content_type="application/merge-patch+json")
+        assert r.status == 200, r.body
+    owners = {k for k, e in managers(r.json()).items() if "f:replicas" in e["fieldsV1"].get("f:spec", {})}
+    assert owners == {("unknown", "Update")}
+    assert ("scaler", "Update") not in managers(r.json())  # it owned only the replicas, taken from it
+    c = await apply(api, f"{DEPLOYS}/web", deployment(replicas=3))
+    assert c.status == 409 and 'conflict with "unknown" using apps/v1: .spec.replicas' in c.json()["message"]
+
+
 async def test_dropped_fields_are_removed_unless_owned(api: Api) -> None:
     r = await apply(api, f"{DEPLOYS}/web", deployment(ports=[80, 443]))
     assert [p["containerPort"] for p in r.json()["spec"]["template"]["spec"]["containers"][0]["ports"]] == [80, 443]
