@@ -48,6 +48,16 @@ async def apply(api: Api, name: str, raw: bytes, manager: str = "apply_test", fo
     return await api.request("PATCH", f"{PATH}/{name}{query}", raw, content_type=APPLY)
 
 
+async def replicas_conflict_until_forced(api: Api, config: bytes) -> None:
+    """Another manager changes the replicas: re-applying ``config`` is one conflict, until forced."""
+    r = await api.request("PATCH", f"{PATH}/mytest", {"spec": {"replicas": 5}}, content_type=MERGE, headers=AGENT)
+    assert r.status == 200 and r.json()["spec"]["replicas"] == 5
+    r = await apply(api, "mytest", config)
+    assert r.status == 409 and len(r.json()["details"]["causes"]) == 1, r.body
+    r = await apply(api, "mytest", config, force=True)
+    assert r.status == 200 and r.json()["spec"]["replicas"] == 1
+
+
 async def test_apply_crd_structural_schema(nursery: trio.Nursery) -> None:
     api = await serve_crds(nursery, noxu_crd(STRUCTURAL))
     config = body("mytest", '  cronSpec: "* * * * */5"\n  replicas: 1\n  ports:\n  - name: x\n'
@@ -66,13 +76,7 @@ async def test_apply_crd_structural_schema(nursery: trio.Nursery) -> None:
     assert r.status == 200, r.body
     assert sorted(r.json()["metadata"]["finalizers"]) == ["another-one", "test-finalizer"]
 
-    # the replicas changed by another manager: one conflict, until forced
-    r = await api.request("PATCH", f"{PATH}/mytest", {"spec": {"replicas": 5}}, content_type=MERGE, headers=AGENT)
-    assert r.status == 200 and r.json()["spec"]["replicas"] == 5
-    r = await apply(api, "mytest", config)
-    assert r.status == 409 and len(r.json()["details"]["causes"]) == 1, r.body
-    r = await apply(api, "mytest", config, force=True)
-    assert r.status == 200 and r.json()["spec"]["replicas"] == 1
+    await replicas_conflict_until_forced(api, config)
 
     # a new applier changing an existing list item conflicts; adding its own item does not
     item = '  ports:\n  - name: "y"\n    containerPort: 80\n    protocol: TCP\n'
@@ -94,9 +98,4 @@ async def test_apply_crd_keeping_unknown_fields(nursery: trio.Nursery) -> None:
     config = body("mytest", "  replicas: 1\n")
     r = await apply(api, "mytest", config)
     assert r.status == 201 and r.json()["spec"]["replicas"] == 1, r.body
-    r = await api.request("PATCH", f"{PATH}/mytest", {"spec": {"replicas": 5}}, content_type=MERGE, headers=AGENT)
-    assert r.status == 200 and r.json()["spec"]["replicas"] == 5
-    r = await apply(api, "mytest", config)
-    assert r.status == 409 and len(r.json()["details"]["causes"]) == 1, r.body
-    r = await apply(api, "mytest", config, force=True)
-    assert r.status == 200 and r.json()["spec"]["replicas"] == 1
+    await replicas_conflict_until_forced(api, config)
