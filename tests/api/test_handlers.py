@@ -302,10 +302,18 @@ async def test_namespace_status_changes_through_status_and_finalizers_through_fi
     ns = r.json()
     ns["spec"]["finalizers"] = ["kubernetes", "example.com/hold"]
     ns["status"]["conditions"] = []
+    ns["metadata"]["labels"]["team"] = "a"
     r = await api.request("PUT", path + "/finalize", ns)
     assert r.status == 200, r.body
     assert r.json()["spec"]["finalizers"] == ["kubernetes", "example.com/hold"]
+    assert r.json()["metadata"]["labels"]["team"] == "a"  # /finalize takes the metadata too, as in kube
     assert r.json()["status"]["conditions"] == [cond]
+    ns = r.json()
+    ns["spec"]["finalizers"].append("hold")
+    r = await api.request("PUT", path + "/finalize", ns)
+    assert r.status == 422 and r.json()["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.finalizers[2]",
+        "message": 'Invalid value: "hold": name is neither a standard finalizer name nor is it fully qualified'}]
     r = await api.request("PATCH", path + "/status", {"status": {"phase": "Terminating"}},
                           content_type="application/merge-patch+json")
     assert r.status == 422

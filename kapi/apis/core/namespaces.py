@@ -46,14 +46,15 @@ class NamespaceStrategy(Strategy):
         return validate_namespace_status_update(new)
 
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
-        """spec.finalizers change only through /finalize; status (the phase) only through /status."""
+        """spec.finalizers change only through /finalize (metadata too, as in kube); status (the phase) only
+        through /status."""
         if subresource == "status":
             new = status_only(new, old)
             default_namespace(new, old)  # kube defaults every decoded object, a status write's too
-        elif subresource == "finalize":
-            finalizers = new.get("spec", {}).get("finalizers")
-            new = copy.deepcopy(old)
-            new.setdefault("spec", {})["finalizers"] = finalizers or []
+        elif subresource == "finalize":  # the new spec (its finalizers) and metadata, the old status
+            spec = new.setdefault("spec", {})
+            spec["finalizers"] = spec.get("finalizers") or []
+            new["status"] = copy.deepcopy(old.get("status", {}))
         else:
             new.setdefault("spec", {})["finalizers"] = old.get("spec", {}).get("finalizers", [])
             new["status"] = old.get("status", {})

@@ -352,19 +352,25 @@ def validate_secret_update(new: Obj, old: Obj) -> list[Cause]:
     return errs + _immutable_data(new, old, ("data",)) + validate_secret(new)
 
 
-@unique_causes
-def validate_namespace(obj: Obj) -> list[Cause]:
+def _namespace_finalizers(obj: Obj, *, indexed: bool) -> list[Cause]:
     errs: list[Cause] = []
-    for name in _l(_d(obj.get("spec")).get("finalizers")):
-        name = _s(name)
-        errs.extend(field_invalid("spec.finalizers", name, m) for m in is_qualified_name(name))
-        errs.extend(_validate_kube_finalizer(name, "spec.finalizers"))
+    for i, name in enumerate(_l(_d(obj.get("spec")).get("finalizers"))):
+        name, path = _s(name), f"spec.finalizers[{i}]" if indexed else "spec.finalizers"
+        errs.extend(field_invalid(path, name, m) for m in is_qualified_name(name))
+        errs.extend(_validate_kube_finalizer(name, path))
     return errs
 
 
 @unique_causes
+def validate_namespace(obj: Obj) -> list[Cause]:
+    return _namespace_finalizers(obj, indexed=False)
+
+
+@unique_causes
 def validate_namespace_update(new: Obj, old: Obj) -> list[Cause]:
-    return []
+    """kube's ValidateNamespaceFinalizeUpdate (an update of the main resource keeps the old finalizers,
+    so only a write of /finalize can fail here), each finalizer on its index."""
+    return _namespace_finalizers(new, indexed=True)
 
 
 @unique_causes
