@@ -450,20 +450,17 @@ class Handlers:
             raise errors.BadRequest(f"error decoding YAML: {exc.message}") from None
         if not isinstance(config, dict):
             raise errors.BadRequest("error decoding YAML: the apply configuration must be an object")
-        warned: list[bool] = []
-
         def strict() -> None:
             """kube's strict decoding of the patch (sigs.k8s.io/yaml's UnmarshalStrict: a repeated key),
             once the merge found no conflict."""
             if repeated and mode == "Strict":
                 raise errors.BadRequest("error strict decoding YAML: error converting YAML to JSON: yaml: "
                                         "unmarshal errors:\n" + "\n".join(f"  {e}" for e in repeated))
-            if repeated and mode == "Warn" and not warned:  # once, though the update may be tried again
-                warned.append(True)
-                ctx.warnings.extend(repeated)
 
         result, created = await self.registry.apply(res, info.namespace, info.name, config, opts, force=forced,
                                                     subresource=info.subresource, merged=strict)
+        if repeated and mode == "Warn":
+            ctx.warnings.extend(repeated)
         return self._respond(result, out, status=201 if created else 200)
 
     # ------------------------------------------------------------- delete

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kapi.apis import BUILTIN
+from kapi.object.patch import apply_merge_patch
 from tests.api.conftest import Api
 from tests.api.test_apply import apply
 from tests.apis.test_builtin_groups_b_certs import csr_pem
@@ -138,14 +139,6 @@ NO_CONFLICTS = {"certificatesigningrequests", "namespaces"}
 WITH_STATUS = [r for r in BUILTIN if "status" in r.subresources]
 
 
-def _deep_merge(into: dict[str, Any], change: dict[str, Any]) -> None:
-    for k, v in change.items():
-        if isinstance(v, dict) and isinstance(into.get(k), dict):
-            _deep_merge(into[k], v)
-        else:
-            into[k] = copy.deepcopy(v)
-
-
 def test_every_resource_with_status_has_data() -> None:
     assert sorted({r.resource for r in WITH_STATUS}) == sorted(DATA)
 
@@ -162,9 +155,7 @@ async def test_apply_reset_fields(api: Api, res: Any) -> None:
     path = f"{prefix}/namespaces/{NS}/{res.resource}" if res.namespaced else f"{prefix}/{res.resource}"
     name = stub["metadata"]["name"]
     obj1 = {"apiVersion": res.group_version, "kind": res.kind, **stub, "status": status1}
-    obj2 = copy.deepcopy(obj1)
-    _deep_merge(obj2, spec_change)
-    obj2["status"] = status2
+    obj2 = {**apply_merge_patch(obj1, spec_change), "status": status2}
     assert obj1 != obj2
 
     # TestApplyStatus: an apply creates the object, a forced apply of the status by another manager adds
