@@ -18,6 +18,8 @@ from typing import Iterator
 import pytest
 import yaml
 
+from tests.conftest import require_e2e
+
 
 @dataclass
 class Server:
@@ -49,7 +51,8 @@ class Server:
 
 
 def start_server(data_dir: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
-    """Start ``kapi serve`` on a free port and wait until its kubeconfig is written."""
+    """Start ``kapi serve`` on a free port and wait until its kubeconfig is written (from an ``e2e`` test only)."""
+    require_e2e("a kapi serve process")
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "admin.kubeconfig"
     kubeconfig.unlink(missing_ok=True)

@@ -17,6 +17,8 @@ import yaml
 from tests.chain.authn_helpers import JWTIssuer, issue, make_ca
 from tests.e2e.conftest import Server, kubectl_path, start_server, stop_server
 
+pytestmark = pytest.mark.e2e
+
 SSR = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 # kubectl get --raw: no discovery first (a refused discovery reads "unknown" in client-go, kube's answer alike)
 PODS = "/api/v1/namespaces/default/pods"

@@ -6,6 +6,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from kapi.__main__ import build_parser, config_from_args
 from kapi.object.meta import key_root
 
@@ -25,6 +27,7 @@ def test_flag_sets_the_config() -> None:
     assert config_from_args(build_parser().parse_args(["serve"])).etcd_prefix == "/registry"
 
 
+@pytest.mark.e2e
 def test_objects_are_stored_under_the_prefix(tmp_path: Path) -> None:
     data = tmp_path / "d"
     srv = start_server(data, "--etcd-prefix", "/custom/")

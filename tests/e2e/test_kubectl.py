@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 import yaml
 
 from .conftest import Kubectl
+
+pytestmark = pytest.mark.e2e
 
 
 def _name(prefix: str) -> str:

@@ -15,6 +15,8 @@ import pytest
 from .conftest import Kubectl, Server, start_server, stop_server
 from .test_watch import api, create_cm, list_rv, raw_watch, settle_namespace
 
+pytestmark = pytest.mark.e2e
+
 Obj = dict[str, Any]
 
 

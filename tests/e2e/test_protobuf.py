@@ -16,6 +16,8 @@ from kapi.object.schema import load_builtin
 
 from .conftest import Kubectl, Server
 
+pytestmark = pytest.mark.e2e
+
 PB = "application/vnd.kubernetes.protobuf"
 
 

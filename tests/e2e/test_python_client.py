@@ -11,6 +11,8 @@ from kubernetes.client.rest import ApiException
 
 from .conftest import Server
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def api_client(server: Server) -> Any:

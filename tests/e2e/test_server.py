@@ -17,6 +17,8 @@ import yaml
 
 from .conftest import Server, kubectl_path, start_server, stop_server
 
+pytestmark = pytest.mark.e2e
+
 
 def _cm(name: str) -> bytes:
     return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},

@@ -18,6 +18,8 @@ from kubernetes import client, config
 
 from .conftest import Kubectl, Server, _kubectl, start_server, stop_server
 
+pytestmark = pytest.mark.e2e
+
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 

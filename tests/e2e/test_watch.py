@@ -23,6 +23,8 @@ from kubernetes import client, config, watch
 
 from .conftest import Kubectl, Server, start_server, stop_server
 
+pytestmark = pytest.mark.e2e
+
 Obj = dict[str, Any]
 JSON = {"Content-Type": "application/json"}
 MERGE = {"Content-Type": "application/merge-patch+json"}
