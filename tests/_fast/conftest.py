@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import importlib
-import os
 from types import ModuleType
 
 import pytest
 
+from tests._needs import compiled_twin
+
 
 def _load(name: str, impl: str) -> ModuleType:
     if impl == "c":
-        if os.environ.get("KAPI_NO_EXTENSIONS") == "1":
-            pytest.skip("KAPI_NO_EXTENSIONS=1: compiled twins not in use")
-        try:
-            return importlib.import_module(f"kapi._fast.{name}_c")
-        except ImportError:
-            pytest.skip(f"compiled twin kapi._fast.{name}_c is not built")
+        return compiled_twin(name)
     return importlib.import_module(f"kapi._fast.{name}_py")
 
 

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests._needs import compiled_twin
 
 
 def test_joins_items(listenc: ModuleType) -> None:
@@ -33,10 +34,7 @@ def test_chunks_stay_near_the_chunk_size(listenc: ModuleType) -> None:
 @given(st.lists(st.binary(max_size=40), max_size=60), st.integers(min_value=1, max_value=200))
 def test_twins_agree(items: list[bytes], chunk: int) -> None:
     py = importlib.import_module("kapi._fast.listenc_py")
-    try:
-        c = importlib.import_module("kapi._fast.listenc_c")
-    except ImportError:
-        pytest.skip("compiled twin not built")
+    c = compiled_twin("listenc")
     assert list(c.encode_list_chunks(b"{", items, b"}", chunk)) == list(
         py.encode_list_chunks(b"{", items, b"}", chunk))
 
@@ -97,10 +95,7 @@ def test_bookmark_line(listenc: ModuleType, rv: int, end: bool) -> None:
 
 def _twins() -> tuple[ModuleType, ModuleType]:
     py = importlib.import_module("kapi._fast.listenc_py")
-    try:
-        c = importlib.import_module("kapi._fast.listenc_c")
-    except ImportError:
-        pytest.skip("compiled twin not built")
+    c = compiled_twin("listenc")
     return c, py
 
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kapi.errors import Gone
+from tests._needs import compiled_twin
 
 from .ring_fakes import Ev, FakeClock, revs
 
@@ -187,10 +188,7 @@ def test_grow_then_shrink_back_stays_contiguous(ring: ModuleType) -> None:
 
 def _both() -> tuple[ModuleType, ModuleType]:
     py = importlib.import_module("kapi._fast.ring_py")
-    try:
-        c = importlib.import_module("kapi._fast.ring_c")
-    except ImportError:
-        pytest.skip("compiled twin not built")
+    c = compiled_twin("ring")
     return c, py
 
 

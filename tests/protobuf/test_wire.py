@@ -12,8 +12,6 @@ from hypothesis import strategies as st
 from kapi import errors
 from kapi.encoding.protowire import MessageWriter
 
-from .conftest import load_twin
-
 
 @pytest.mark.parametrize(
     ("value", "encoded"),
@@ -101,15 +99,6 @@ def test_empty_list(wire: ModuleType) -> None:
 # ------------------------------------------------------------------ parity
 
 
-def _both() -> tuple[ModuleType, ModuleType]:
-    py = load_twin("py")
-    try:
-        c = load_twin("c")
-    except pytest.skip.Exception:
-        c = py
-    return py, c
-
-
 _field = st.one_of(
     st.tuples(st.integers(1, 1 << 20), st.just(0), st.integers(-(1 << 63), (1 << 63) - 1)),
     st.tuples(st.integers(1, 1 << 20), st.just(2), st.binary(max_size=300)),
@@ -120,16 +109,16 @@ _field = st.one_of(
 
 
 @given(st.lists(_field, max_size=20))
-def test_twins_agree_on_messages(fields: list[tuple[int, int, object]]) -> None:
-    py, c = _both()
+def test_twins_agree_on_messages(twins: tuple[ModuleType, ModuleType], fields: list[tuple[int, int, object]]) -> None:
+    py, c = twins
     data = py.encode_message(fields)
     assert c.encode_message(fields) == data
     assert list(c.iter_fields(data)) == list(py.iter_fields(data))
 
 
 @given(st.integers(-(1 << 63), (1 << 64) - 1))
-def test_twins_agree_on_varints(value: int) -> None:
-    py, c = _both()
+def test_twins_agree_on_varints(twins: tuple[ModuleType, ModuleType], value: int) -> None:
+    py, c = twins
     assert c.encode_varint(value) == py.encode_varint(value)
     assert c.decode_varint(py.encode_varint(value)) == py.decode_varint(py.encode_varint(value))
 
@@ -142,20 +131,21 @@ def _outcome(fn: object, data: bytes) -> object:
 
 
 @given(st.binary(max_size=64))
-def test_twins_agree_on_garbage(data: bytes) -> None:
-    py, c = _both()
+def test_twins_agree_on_garbage(twins: tuple[ModuleType, ModuleType], data: bytes) -> None:
+    py, c = twins
     assert _outcome(c.iter_fields, data) == _outcome(py.iter_fields, data)
 
 
 @given(st.text(max_size=20), st.binary(max_size=400))
-def test_twins_agree_on_watch_frames(event_type: str, obj: bytes) -> None:
-    py, c = _both()
+def test_twins_agree_on_watch_frames(twins: tuple[ModuleType, ModuleType], event_type: str, obj: bytes) -> None:
+    py, c = twins
     assert c.frame_watch_event(event_type, obj) == py.frame_watch_event(event_type, obj)
 
 
 @given(st.binary(max_size=50), st.lists(st.binary(max_size=300), max_size=30), st.integers(1, 2000))
-def test_twins_agree_on_lists(meta: bytes, items: list[bytes], chunk: int) -> None:
-    py, c = _both()
+def test_twins_agree_on_lists(twins: tuple[ModuleType, ModuleType], meta: bytes, items: list[bytes],
+                              chunk: int) -> None:
+    py, c = twins
     expected = b"".join(py.encode_list(meta, items, b"h", b"t", chunk))
     assert b"".join(c.encode_list(meta, items, b"h", b"t", chunk)) == expected
     assert c.encoded_list_size(meta, items) == py.encoded_list_size(meta, items) == len(expected) - 2
