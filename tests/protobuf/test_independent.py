@@ -2,7 +2,7 @@
 
 Descriptors are built from the same message table the codec uses, but the parsing,
 field ordering, map sorting and scalar encoding are the protobuf runtime's own.
-``protoc --decode_raw`` (when installed) must accept the bytes as well.
+``protoc --decode_raw`` (grpcio-tools', from the test extra) must accept the bytes as well.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -18,16 +17,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory  # the test extra's protobuf
 
 from kapi.encoding import protobuf
 from kapi.encoding.protobuf import Codec
 from kapi.object.schema import ProtoMessage, Schema, load_proto_messages
+from tests._needs import protoc
 
 from . import objects
 
-descriptor_pb2 = pytest.importorskip("google.protobuf.descriptor_pb2")
-descriptor_pool = pytest.importorskip("google.protobuf.descriptor_pool")
-message_factory = pytest.importorskip("google.protobuf.message_factory")
 
 PACKAGE = "kapitest"
 _SCALARS = {
@@ -150,10 +148,9 @@ def test_protobuf_runtime_bytes_decode_with_our_codec(codec: Codec, schema: Sche
     assert obj == {"metadata": {"name": "made-elsewhere"}, "data": {"key": "AP92YWx1ZQ=="}, "type": "Opaque"}
 
 
-@pytest.mark.skipif(shutil.which("protoc") is None, reason="protoc is not installed")
 def test_protoc_decode_raw_accepts_the_bytes(codec: Codec, schema: Schema) -> None:
     data = protobuf.encode(schema, ("", "v1", "Pod"), objects.pod(), codec)
-    out = subprocess.run(["protoc", "--decode_raw"], input=data, capture_output=True, check=True).stdout.decode()
+    out = subprocess.run([*protoc(), "--decode_raw"], input=data, capture_output=True, check=True).stdout.decode()
     assert '1: "cache-0-ad76507bdc-43f83"' in out
     assert '1: "registry.example.com/cache/server:v1.3.3"' not in out  # nested deeper, not at top level
     assert "registry.example.com/cache/server:v1.3.3" in out

@@ -8,7 +8,6 @@ the same bytes, and mapping the parsed message back to JSON must give the docume
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 from typing import Any
@@ -27,6 +26,7 @@ from kapi.api.openapi_pb import CONTENT_TYPE, encode_openapi_v2
 from kapi.encoding.protowire import (FIXED64, LEN, VARINT, MessageWriter, encode_varint, fields_by_number,
     iter_fields)
 from kapi.object.schema import load_builtin
+from tests._needs import protoc
 
 # ---------------------------------------------------------------- the schema, from OpenAPIv2.proto
 #
@@ -482,10 +482,9 @@ def test_empty_schema_is_present_not_absent(pb: dict[str, type[Message]]) -> Non
     assert entry.name == "Any" and entry.HasField("value")
 
 
-@pytest.mark.skipif(shutil.which("protoc") is None, reason="protoc is not installed")
 def test_protoc_decode_raw_reads_it(kapi_doc: dict[str, Any]) -> None:
     out = subprocess.run(
-        ["protoc", "--decode_raw"], input=encode_openapi_v2(kapi_doc), capture_output=True, check=True
+        [*protoc(), "--decode_raw"], input=encode_openapi_v2(kapi_doc), capture_output=True, check=True
     ).stdout.decode()
     assert out.startswith('1: "2.0"\n')
     assert '1: "io.k8s.api.core.v1.Pod"' in out
