@@ -272,18 +272,27 @@ class Informer:
         revision = page.revision
         del page
         watched = (self.prefix, "")  # a watcher of the whole resource (APF's mutating estimate counts it)
+        # Held while storage is the resource's route: its watch cache starting to serve ends it, and the
+        # informer follows the cache from then on (its state diffed against what it holds: no event lost
+        # or told twice); so does the resource leaving the table.
+        route = functools.partial(self.registry.cachers.get, self.res.cache_key)
         async with storage.watch(self.prefix, revision) as events:
             self.registry.storage_watches.add(watched)
             try:
-                async for ev in events:
-                    if ev.type == "PROGRESS":
-                        continue
-                    if ev.value is None:
-                        last = KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision) \
-                            if ev.prev_value is not None else None
-                        self._gone(ev.key, last)
-                    else:
-                        self._put(KeyValue(ev.key, ev.value, ev.revision, ev.create_revision))
+                with self.registry.storage_route(self.res, events, route):
+                    while True:
+                        try:
+                            ev = await events.receive()
+                        except (trio.EndOfChannel, trio.ClosedResourceError):
+                            return  # storage ended it, or the route changed
+                        if ev.type == "PROGRESS":
+                            continue
+                        if ev.value is None:
+                            last = KeyValue(ev.key, ev.prev_value, ev.revision, ev.create_revision) \
+                                if ev.prev_value is not None else None
+                            self._gone(ev.key, last)
+                        else:
+                            self._put(KeyValue(ev.key, ev.value, ev.revision, ev.create_revision))
             finally:
                 self.registry.storage_watches.remove(watched)
 

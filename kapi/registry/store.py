@@ -12,7 +12,7 @@ import copy
 import inspect
 import logging
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, AsyncIterator, Awaitable, Callable, ContextManager, Iterable
 
 import orjson
 import trio
@@ -34,7 +34,7 @@ from kapi.registry.resources import Resource, ResourceTable, VersionConverter
 from kapi.object.access import UserInfo
 from kapi.registry.admit import CREATE, UPDATE, Admission, AdmissionRequest
 from kapi.registry.strategy import Access, Allocation
-from kapi.storage.base import KeyValue, ListResult, Storage
+from kapi.storage.base import Event, KeyValue, ListResult, Storage
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj | Awaitable[Obj]]
@@ -48,6 +48,8 @@ OBJECT_COUNT_STALE_S = 180.0  # kube's staleTolerationThreshold: older counts re
 OBJECT_SIZE_SAMPLE = 100  # stored values whose sizes give a count's average
 # What a stale count reads as (kube's list estimator: infiniteObjectCount objects of maxObjectSize)
 STALE_OBJECT_STATS = (1_000_000_000, 1_500_000)
+# A watch opened while its resource's cache loads waits this long for it (kube's freshness wait), then storage
+CACHE_WAIT_S = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +95,18 @@ class Registry:
     _reported: set[tuple[str, int]] = field(default_factory=set)  # corrupt (key, revision) pairs logged
     # Storage watches (resources without a watch cache, in-process informers), as the cachers count theirs
     storage_watches: WatchCounts = field(default_factory=WatchCounts)
+    # The same watches by the resource each serves, ended when its route changes (see storage_route)
+    storage_routes: watching.StorageRoutes = field(default_factory=watching.StorageRoutes)
+    # The caches being made (the table gained their resource, or they restart): see cacher_for_watch
+    _caches_coming: dict[tuple[str, str], trio.Event] = field(default_factory=dict)
     # (group, resource) -> (objects, average stored bytes, trio time counted): see track_object_counts
     _object_counts: dict[tuple[str, str], tuple[int, int, float]] = field(default_factory=dict)
     _by_group_resource: tuple[int, dict[tuple[str, str], Resource]] = field(default_factory=lambda: (-1, {}))
     # The largest value a write may store: etcd's default --max-request-bytes, kube-apiserver's limit in effect
     max_object_bytes: int = 1_572_864
+
+    def __post_init__(self) -> None:
+        self.table.subscribe(self._table_changed)
 
     # ------------------------------------------------------------ helpers
 
@@ -665,6 +674,62 @@ class Registry:
         ``initialized``: called once the initial events have been handed off (see ``watching.watch_lines``).
         """
         return await watching.watch_lines(self, res, namespace, opts, deadline, proto, initialized)
+
+    # ------------------------------- the route of a watch: the watch cache or storage (watching.py)
+
+    def storage_route(self, res: Resource, events: trio.MemoryReceiveChannel[Event],
+                      route: Callable[[], Cacher | None] | None = None) -> ContextManager[None]:
+        """Hold ``events``, a storage watch serving ``res``, while storage is the route of its watches.
+
+        Its channel is closed (its reader ends the watch cleanly) when ``res`` leaves the table or a
+        watch cache starts serving it (``route()``, by default ``cacher_of(res)``), and at once when
+        either is already so.
+        """
+        served = self.table.get(res.group, res.version, res.resource) is res
+        return self.storage_routes.held(res, events, route or (lambda: self.cacher_of(res)), served)
+
+    def _table_changed(self, change: str, res: Resource) -> None:
+        if change == "removed":
+            # As the watches of its stopped cache end: the clients re-list and see 404.
+            self.storage_routes.end(lambda held, _route: held is res)
+
+    def expect_cache(self, key: tuple[str, str]) -> None:
+        """A watch cache for ``key`` is being made: watches wait for it (``cacher_for_watch``)."""
+        if key not in self.cachers:
+            self._caches_coming.setdefault(key, trio.Event())
+
+    def serve_cache(self, key: tuple[str, str], cacher: Cacher) -> None:
+        """``cacher`` (loaded) serves ``key`` from now on: the watches waiting for it go on, and the
+        storage-backed watches of its resources end, to resume on it."""
+        self.cachers[key] = cacher
+        self.settle_caches(key)
+        self.storage_routes.end(lambda res, route: res.cache_key == key and route() is not None)
+
+    def settle_caches(self, *keys: tuple[str, str]) -> None:
+        """No cache for ``keys`` is coming any more (served, or not wanted): their waiting watches go on."""
+        for key in keys:
+            coming = self._caches_coming.pop(key, None)
+            if coming is not None:
+                coming.set()
+
+    def caches_coming(self) -> set[tuple[str, str]]:
+        return set(self._caches_coming)
+
+    async def cacher_for_watch(self, res: Resource) -> Cacher | None:
+        """The watch cache a watch of ``res`` uses, or None for storage.
+
+        A cache still loading is waited for (at most ``CACHE_WAIT_S``), as kube's cacher waits for
+        readiness before registering a watch (before 1.31; since, it answers 429 and the client
+        retries): a watch opened right after its resource was added lands on the cache. Past the
+        wait, storage serves it until the cache is ready (``serve_cache`` ends it there).
+        """
+        cacher = self.cacher_of(res)
+        coming = self._caches_coming.get(res.cache_key)
+        if cacher is None and coming is not None and not res.strategy.converts_async:
+            with trio.move_on_after(CACHE_WAIT_S):
+                await coming.wait()
+            cacher = self.cacher_of(res)
+        return cacher
 
     # ------------------- what APF's work estimates read (kapi.chain.flowcontrol.estimate.ObjectStats)
 

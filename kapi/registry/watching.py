@@ -3,12 +3,18 @@
 A resource with a watch cache is watched through it (the cacher hands out events and bookmarks,
 encoded here by ``kapi.encoding.watchlines``, once per event for every watcher; queued ones go out
 in one write); one without is watched on storage and its decoded objects encoded here.
+
+A storage-backed watch lasts only while storage is its resource's route (``StorageRoutes``): it
+ends, as a watch of a stopped cache does, when the resource leaves the table or when a watch
+cache starts serving it; the client resumes from its last resourceVersion (404 or the cache).
+A watch opened while its resource's cache is loading waits for it (``Registry.cacher_for_watch``).
 """
 
 from __future__ import annotations
 
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from contextlib import aclosing, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Iterator
 
 import trio
 
@@ -21,13 +27,60 @@ from kapi.object import meta
 from kapi.object.listopts import ListOptions
 from kapi.object.schema import Schema
 from kapi.registry.resources import Resource
-from kapi.storage.base import KeyValue
+from kapi.storage.base import Event, KeyValue
 
 if TYPE_CHECKING:
     from kapi.registry.store import Registry, Selection
 
 Obj = dict[str, Any]
 DECODE_CHUNK = 500  # a storage watch's initial objects are decoded this many at a time
+
+
+@dataclass(eq=False)
+class _Held:
+    res: Resource
+    events: trio.MemoryReceiveChannel[Event]
+    route: Callable[[], Cacher | None]  # the cache its watcher would use now, if any
+
+
+class StorageRoutes:
+    """The open storage-backed watches by the resource each serves, ended when that resource's route changes.
+
+    Ending one closes its channel of storage events: its reader sees ``trio.ClosedResourceError`` and
+    ends the watch cleanly (as a timeout does), and the client resumes from its last resourceVersion
+    on the resource's route now: a 404 when it left the table, its watch cache when that started
+    serving it (kube has no storage-backed watch of a cached resource; nor does kapi, past this).
+    """
+
+    def __init__(self) -> None:
+        self._held: set[_Held] = set()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @contextmanager
+    def held(self, res: Resource, events: trio.MemoryReceiveChannel[Event], route: Callable[[], Cacher | None],
+             served: bool) -> Iterator[None]:
+        """Hold ``events`` (a storage watch of ``res``) while storage is its route; ended at once when it is
+        not now (``res`` not ``served`` any more, or ``route()`` gives a cache)."""
+        entry = _Held(res, events, route)
+        self._held.add(entry)
+        try:
+            if not served or route() is not None:
+                events.close()
+            yield
+        finally:
+            self._held.discard(entry)
+
+    def end(self, which: Callable[[Resource, Callable[[], Cacher | None]], bool]) -> int:
+        """End the held watches ``which(resource, route)`` picks; how many. Never blocks or raises."""
+        ended = 0
+        for entry in list(self._held):
+            if which(entry.res, entry.route):
+                self._held.discard(entry)
+                entry.events.close()
+                ended += 1
+        return ended
 
 
 def watch(reg: Registry, res: Resource, namespace: str, opts: ListOptions,
@@ -86,23 +139,28 @@ async def _watch_events(reg: Registry, res: Resource, prefix: str, sel: Selectio
         async with reg.storage.watch(prefix, from_rev) as events:
             reg.storage_watches.add(counted)
             try:
-                async for ev in events:
-                    if ev.type == "PROGRESS":
-                        continue
-                    # A corrupt value is seen as absent: an object that turns corrupt goes (DELETED
-                    # with its last good state), one that turns good again comes back (ADDED).
-                    new = reg.decoded_match(res, sel, KeyValue(ev.key, ev.value, ev.revision,
-                                                                 ev.create_revision), decode) \
-                        if ev.value is not None else None
-                    old = reg.decoded_match(res, sel, KeyValue(ev.key, ev.prev_value, ev.revision,
-                                                                 ev.create_revision), decode) \
-                        if ev.prev_value is not None else None
-                    if new is not None and (ev.type == "ADDED" or old is None):
-                        yield "ADDED", new
-                    elif new is not None:
-                        yield "MODIFIED", new
-                    elif old is not None:
-                        yield "DELETED", old
+                with reg.storage_route(res, events):
+                    while True:
+                        try:
+                            ev = await events.receive()
+                        except (trio.EndOfChannel, trio.ClosedResourceError):
+                            break  # storage ended it, or its route changed (StorageRoutes)
+                        if ev.type == "PROGRESS":
+                            continue
+                        # A corrupt value is seen as absent: an object that turns corrupt goes (DELETED
+                        # with its last good state), one that turns good again comes back (ADDED).
+                        new = reg.decoded_match(res, sel, KeyValue(ev.key, ev.value, ev.revision,
+                                                                     ev.create_revision), decode) \
+                            if ev.value is not None else None
+                        old = reg.decoded_match(res, sel, KeyValue(ev.key, ev.prev_value, ev.revision,
+                                                                     ev.create_revision), decode) \
+                            if ev.prev_value is not None else None
+                        if new is not None and (ev.type == "ADDED" or old is None):
+                            yield "ADDED", new
+                        elif new is not None:
+                            yield "MODIFIED", new
+                        elif old is not None:
+                            yield "DELETED", old
             finally:
                 reg.storage_watches.remove(counted)
     except errors.RevisionCompacted as exc:
@@ -120,15 +178,15 @@ async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOp
     for more after the initial events, the window catch-up and the end bookmark: they have been
     handed off. A watch with none of them calls it when its stream starts. Never per event.
     """
-    cacher = reg.cacher_of(res)
+    sel = reg.selection(res, opts)
+    if opts.resource_version not in ("", "0"):
+        meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
+    cacher = await reg.cacher_for_watch(res)
     if cacher is None:
         events = watch(reg, res, namespace, opts, initialized=initialized)
         if res.strategy.converts_async:
             events = _converted_events(reg, res, events)
         return _storage_watch_lines(events, reg.schema if proto else None)
-    sel = reg.selection(res, opts)
-    if opts.resource_version not in ("", "0"):
-        meta.parse_resource_version(opts.resource_version)  # a 400 now, not a broken stream later
     filt = Filter(reg.prefix(res, namespace), sel.label, sel.field)
     try:
         start = await cacher.open_watch(opts, filt, deadline)

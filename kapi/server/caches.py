@@ -32,8 +32,10 @@ class WatchCaches:
 
     ``follow`` starts the caches of the resources served at start-up, then follows the table: a
     resource added while serving gets its cache (the registry uses it once its first list is
-    loaded, storage answers until then, as kube-apiserver delegates to etcd), and a removed
-    one's cache is stopped, which ends its watches.
+    loaded: LISTs go to storage until then, as kube-apiserver delegates them to etcd, and WATCHes
+    wait for it), and a removed one's cache is stopped, which ends its watches. The registry ends
+    the storage-backed watches of a removed resource, and those of a resource whose cache starts
+    serving (``Registry.serve_cache``).
     """
 
     def __init__(self, config: Config, registry: Registry) -> None:
@@ -45,7 +47,7 @@ class WatchCaches:
     async def follow(self, nursery: trio.Nursery, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                      ) -> None:
         """Run the table's caches in ``nursery``; ``started()`` once those of start-up are ready."""
-        unsubscribe = self._registry.table.subscribe(lambda _change, _res: self._changed.set())
+        unsubscribe = self._registry.table.subscribe(self._table_changed)
         try:
             await self._reconcile(nursery)
             task_status.started()
@@ -55,6 +57,11 @@ class WatchCaches:
                 await self._reconcile(nursery)
         finally:
             unsubscribe()
+
+    def _table_changed(self, change: str, res: Resource) -> None:
+        if change == "added" and cache_settings(self._config, res) is not None:
+            self._registry.expect_cache(res.cache_key)  # now, so that a watch opened at once waits for it
+        self._changed.set()
 
     def _wanted(self) -> dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]]:
         wanted: dict[tuple[str, str], tuple[Resource, int, tuple[str, ...]]] = {}
@@ -72,6 +79,8 @@ class WatchCaches:
         for key, (res, size, indexes) in wanted.items():
             if key not in self._running:
                 await nursery.start(partial(self._run, res, size, indexes))
+        # A cache expected for a resource gone again before its cache started: nothing to wait for.
+        self._registry.settle_caches(*(self._registry.caches_coming() - set(wanted)))
 
     def _stop(self, key: tuple[str, str]) -> None:
         _, scope = self._running.pop(key)
@@ -82,15 +91,17 @@ class WatchCaches:
                    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         key = res.cache_key
         cacher = self._registry.make_cacher(res, capacity=size, indexed_fields=indexes)
-        # Not used before its first list is loaded: storage answers meanwhile (no 429 from a cold cache).
+        # Not used before its first list is loaded: LISTs go to storage meanwhile (no 429 from a cold
+        # cache) and WATCHes wait for it.
         self._registry.cachers.pop(key, None)
+        self._registry.expect_cache(key)
         with trio.CancelScope() as scope:
             self._running[key] = (res, scope)
             try:
                 async with trio.open_nursery() as nursery:
                     await nursery.start(partial(supervise, f"watch cache of {cacher.resource}", cacher.run,
                                                 restart=True))
-                    self._registry.cachers[key] = cacher
+                    self._registry.serve_cache(key, cacher)
                     task_status.started()
             finally:
                 if self._registry.cachers.get(key) is cacher:
