@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from typing import Any
 
 import pytest
 import yaml
@@ -11,6 +13,12 @@ import yaml
 from .conftest import Kubectl
 
 pytestmark = pytest.mark.e2e
+
+KNOWN_GAPS = {
+    "test_kubectl_133_create_namespace_managed_fields":
+        "kapi adds a namespace's `kubernetes` finalizer when defaulting the decoded body, before the field "
+        "manager runs, so the creating manager owns f:spec.f:finalizers; kube adds it in PrepareForCreate, after",
+}
 
 
 def _name(prefix: str) -> str:
@@ -57,12 +65,76 @@ def test_namespace_create_get_describe_delete(kubectl: Kubectl) -> None:
     assert gone.returncode != 0 and "NotFound" in gone.stderr
 
 
-def test_create_subcommand_with_protobuf_body_is_a_clear_415(kubectl133: Kubectl) -> None:
-    out = kubectl133.run("create", "namespace", _name("pb"), check=False)
-    if out.returncode == 0:
-        return  # a kubectl that sends JSON
-    assert "UnsupportedMediaType" in out.stderr or "unknown format" in out.stderr or "415" in out.stderr
-    assert "500" not in out.stderr and "InternalError" not in out.stderr
+_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+# One request or response as kubectl -v=8 logs it: `"Request" verb="POST" url="..." headers=<` then
+# tab-indented `Name: value` lines up to ` >`.
+_LOGGED = re.compile(r'"(Request|Response)"(?P<attrs>[^\n]*) headers=<\n(?P<headers>(?:\t[^\n]*\n)*) >')
+
+
+def _logged_http(stderr: str) -> list[tuple[str, str, dict[str, str]]]:
+    """(Request or Response, the line's attributes, its headers) of each exchange kubectl -v=8 logged."""
+    return [(m[1], m["attrs"], dict(line.strip().split(": ", 1) for line in m["headers"].splitlines()))
+            for m in _LOGGED.finditer(stderr)]
+
+
+def _volatile(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object with its uid, resourceVersion and timestamps checked for form and replaced by placeholders."""
+    md = obj["metadata"]
+    assert _UID.fullmatch(md["uid"]) and md["resourceVersion"].isdigit(), md
+    assert _RFC3339.fullmatch(md["creationTimestamp"]), md
+    for entry in md.get("managedFields", []):
+        assert _RFC3339.fullmatch(entry["time"]), entry
+        entry["time"] = "<time>"
+    md.update(uid="<uid>", resourceVersion="<rv>", creationTimestamp="<time>")
+    return obj
+
+
+def _create_namespace_133(kubectl133: Kubectl, *flags: str) -> tuple[str, dict[str, Any], str]:
+    name = _name("pb")
+    out = kubectl133.run("create", "namespace", name, "-o", "json", "-v=8", *flags)
+    return name, json.loads(out.stdout), out.stderr
+
+
+def test_kubectl_133_create_namespace_sends_protobuf_and_gets_the_object(kubectl133: Kubectl) -> None:
+    """kubectl 1.33's ``create <type>`` subcommands POST a protobuf body (typed clients prefer protobuf);
+    kapi answers 201 in protobuf, and the object is the one kube-apiserver makes."""
+    name, created, log = _create_namespace_133(kubectl133)
+    posts = [(kind, attrs, headers) for kind, attrs, headers in _logged_http(log)
+             if kind == "Request" and 'verb="POST"' in attrs]
+    assert len(posts) == 1, log
+    _, attrs, headers = posts[0]
+    assert "/api/v1/namespaces?fieldManager=kubectl-create&fieldValidation=Strict" in attrs
+    assert headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
+    assert headers["Accept"] == "application/vnd.kubernetes.protobuf,application/json"
+    assert '"Request Body" body=<\n\t00000000  6b 38 73 00' in log  # the protobuf envelope's magic, k8s\0
+    responses = [(attrs, headers) for kind, attrs, headers in _logged_http(log) if kind == "Response"]
+    assert len(responses) == 1 and 'status="201 Created"' in responses[0][0], log
+    assert responses[0][1]["Content-Type"] == "application/vnd.kubernetes.protobuf"
+    expected = {
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "uid": "<uid>", "resourceVersion": "<rv>", "creationTimestamp": "<time>",
+                     "labels": {"kubernetes.io/metadata.name": name}},
+        "spec": {"finalizers": ["kubernetes"]},
+        "status": {"phase": "Active"},
+    }
+    uid = created["metadata"]["uid"]
+    assert _volatile(created) == expected
+    got = json.loads(kubectl133.run("get", "namespace", name, "-o", "json").stdout)
+    assert got["metadata"]["uid"] == uid and _volatile(got) == expected
+    kubectl133.run("delete", "namespace", name, "--wait=false")
+
+
+def test_kubectl_133_create_namespace_managed_fields(kubectl133: Kubectl) -> None:
+    """kube-apiserver records the fields of the decoded, defaulted body (the name label) before the
+    strategy's PrepareForCreate adds the ``kubernetes`` finalizer, so kubectl-create does not own it."""
+    name, created, _ = _create_namespace_133(kubectl133, "--show-managed-fields")
+    kubectl133.run("delete", "namespace", name, "--wait=false")
+    assert _volatile(created)["metadata"]["managedFields"] == [{
+        "apiVersion": "v1", "fieldsType": "FieldsV1", "manager": "kubectl-create", "operation": "Update",
+        "time": "<time>",
+        "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}},
+    }]
 
 
 def test_configmap_from_literals(kubectl127: Kubectl, namespace: str) -> None:
