@@ -28,7 +28,7 @@ def require(condition: object, what: str) -> None:
     if condition:
         return
     if in_ci():
-        pytest.fail(f"{what} (CI=true: what this test needs must be installed, not skipped)", pytrace=False)
+        pytest.fail(f"{what} (under CI=true this fails instead of skipping)", pytrace=False)
     pytest.skip(what)
 
 

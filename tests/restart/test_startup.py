@@ -16,15 +16,34 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from tests._needs import require
+
 from ..e2e.conftest import start_server, stop_server
 from .conftest import configmap, cm_key, stored, write_objects
 
 pytestmark = pytest.mark.e2e
 
 
-def serve(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kapi", "serve", *args], capture_output=True, text=True,
+def serve(*args: str, timeout_s: float = 60, launcher: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *launcher, "-m", "kapi", "serve", *args], capture_output=True, text=True,
                           timeout=timeout_s, stdin=subprocess.DEVNULL)
+
+
+# Root reads any directory through two capabilities, CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH. This
+# launcher drops both from the bounding set (so that exec cannot give them back) and execs Python with
+# the rest of its arguments: root then obeys a directory's mode as its owner would, uid and files
+# unchanged (a user such as nobody could not reach the interpreter or the checkout everywhere).
+_CANNOT_DROP = 97
+_WITHOUT_DAC_OVERRIDE = (
+    "-c",
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "for cap in (1, 2):  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH\n"
+    "    if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP\n"
+    "        print(f'cannot drop capability {cap}: {os.strerror(ctypes.get_errno())}', file=sys.stderr)\n"
+    f"        sys.exit({_CANNOT_DROP})\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n",
+)
 
 
 def assert_one_line_failure(proc: subprocess.CompletedProcess[str], *wanted: str) -> str:
@@ -54,14 +73,18 @@ def test_data_dir_is_a_file(tmp_path: Path) -> None:
     assert_one_line_failure(serve("--data-dir", str(path), "--secure-port", "0"), str(path), "not a directory")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory")
 def test_unreadable_data_dir(tmp_path: Path) -> None:
     path = tmp_path / "d"
     path.mkdir(mode=0o000)
+    launcher = _WITHOUT_DAC_OVERRIDE if os.geteuid() == 0 else ()
     try:
-        assert_one_line_failure(serve("--data-dir", str(path), "--secure-port", "0"), str(path))
+        proc = serve("--data-dir", str(path), "--secure-port", "0", launcher=launcher)
     finally:
         path.chmod(0o700)
+    require(proc.returncode != _CANNOT_DROP or not launcher,
+            f"running as root, and the capabilities that let root read any directory cannot be dropped "
+            f"({proc.stderr.strip()})")
+    assert_one_line_failure(proc, str(path))
 
 
 def test_data_dir_under_a_file(tmp_path: Path) -> None:
