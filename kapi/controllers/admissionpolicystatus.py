@@ -15,6 +15,7 @@ import trio
 from kapi import errors
 from kapi.admission.policy import typecheck
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import Writes
 from kapi.registry.informer import Informer, Item
 from kapi.registry.store import Registry, WriteOptions
 
@@ -36,8 +37,9 @@ def _stale(policy: Obj) -> bool:
 class AdmissionPolicyStatusController:
     """Type checks policies and writes their status, from the shared policies informer."""
 
-    def __init__(self, registry: Registry, informer: Informer) -> None:
+    def __init__(self, registry: Registry, informer: Informer, writes: Writes | None = None) -> None:
         self.registry = registry
+        self.writer = (writes or Writes(registry)).controller("validatingadmissionpolicy-status-controller")
         self.informer = informer
         self.resource = informer.res
         self._queue = WorkQueue()
@@ -78,8 +80,8 @@ class AdmissionPolicyStatusController:
             return current
 
         try:
-            await self.registry.guaranteed_update(self.resource, "", name, mutate,
-                                                  WriteOptions(field_manager=FIELD_MANAGER), subresource="status")
+            await self.writer.guaranteed_update(self.resource, "", name, mutate,
+                                                WriteOptions(field_manager=FIELD_MANAGER), subresource="status")
         except errors.NotFound:
             return False
         return True

@@ -17,6 +17,7 @@ import trio
 
 from kapi import errors
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import Writes
 from kapi.object.selectors import label_selector_from_spec
 from kapi.registry.informer import Informer, Item
 from kapi.registry.store import Registry, WriteOptions
@@ -68,8 +69,9 @@ def aggregated_rules(role: Obj, roles: list[Obj]) -> list[Obj] | None:
 class ClusterRoleAggregationController:
     """Keeps aggregated ClusterRoles' rules up to date, from the shared clusterroles informer."""
 
-    def __init__(self, registry: Registry, informer: Informer) -> None:
+    def __init__(self, registry: Registry, informer: Informer, writes: Writes | None = None) -> None:
         self.registry = registry
+        self.writer = (writes or Writes(registry)).controller("clusterrole-aggregation-controller")
         self.informer = informer
         self.resource = informer.res
         self._queue = WorkQueue()
@@ -136,8 +138,8 @@ class ClusterRoleAggregationController:
             return current
 
         try:
-            written = await self.registry.guaranteed_update(self.resource, "", name, set_rules,
-                                                            WriteOptions(field_manager=FIELD_MANAGER))
+            written = await self.writer.guaranteed_update(self.resource, "", name, set_rules,
+                                                          WriteOptions(field_manager=FIELD_MANAGER))
         except errors.NotFound:
             return False
         # What was written counts at once for the roles that aggregate this one (the informer's

@@ -17,6 +17,10 @@ One work queue and one sync per CRD name do what kube splits in four controllers
   (``InstanceDeletionInProgress``), deletes every object of the resource in every namespace, then
   removes the finalizer, so the CRD goes; its resources leave the table when the CRD is gone.
 
+Its status and finalizer writes are the apiserver's loopback client's (``system:apiserver``), admitted
+and audited as requests; the deletion of the instances goes to the registry unadmitted, as kube's
+finalizer goes to the storage directly.
+
 ``run`` serves the CRDs stored at start-up before it reports ``started()``; a CRD whose resources
 cannot be built is logged and reported in its ``Established`` condition, and start-up goes on.
 """
@@ -33,6 +37,7 @@ import trio
 from kapi import errors
 from kapi.apis.customresources import custom_resources
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import Writes
 from kapi.object import meta
 from kapi.object.listopts import ListOptions
 from kapi.registry.deletion import DeleteOptions
@@ -136,11 +141,12 @@ class CRDController:
     """Names, serving, conditions and cleanup of every CRD, from the shared CRD informer."""
 
     def __init__(self, registry: Registry, informer: Informer,
-                 resources_of: Callable[[Obj], list[Resource]] | None = None) -> None:
+                 resources_of: Callable[[Obj], list[Resource]] | None = None, writes: Writes | None = None) -> None:
         """``resources_of``: a CRD's served resources (``custom_resources`` with what the server reaches
         conversion webhooks with, e.g. ``partial(custom_resources, client_factory=..., resolve_service=...)``);
         ``crd_resources`` when None."""
         self.registry = registry
+        self.writer = (writes or Writes(registry)).apiserver()
         self._resources_of = resources_of
         self.table: ResourceTable = registry.table
         self.informer = informer
@@ -271,9 +277,9 @@ class CRDController:
             return current
 
         try:
-            written = await self.registry.guaranteed_update(self.crd_res, "", name, mutate,
-                                                            WriteOptions(field_manager=FIELD_MANAGER),
-                                                            subresource="status")
+            written = await self.writer.guaranteed_update(self.crd_res, "", name, mutate,
+                                                          WriteOptions(field_manager=FIELD_MANAGER),
+                                                          subresource="status", verb="update")
         except errors.NotFound:
             return False
         self._crds[name] = written
@@ -366,8 +372,8 @@ class CRDController:
             return current
 
         try:
-            await self.registry.guaranteed_update(self.crd_res, "", name, drop_finalizer,
-                                                  WriteOptions(field_manager=FIELD_MANAGER))
+            await self.writer.guaranteed_update(self.crd_res, "", name, drop_finalizer,
+                                                WriteOptions(field_manager=FIELD_MANAGER), verb="update")
         except errors.NotFound:
             pass
         return True
@@ -385,7 +391,8 @@ class CRDController:
         return (own or resources or [None])[0]
 
     async def _delete_instances(self, res: Resource) -> None:
-        """kube's deleteInstances: a deletecollection in every namespace holding objects."""
+        """kube's deleteInstances: a deletecollection in every namespace holding objects (from storage, as
+        kube's: no admission, no audit)."""
         page = await self.registry.list(res, "", ListOptions())
         namespaces = sorted({(item_namespace(raw)) for raw in _objects(page)}) if res.namespaced else [""]
         for ns in namespaces:

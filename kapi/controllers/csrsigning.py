@@ -25,6 +25,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from kapi import errors
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import Writes
 from kapi.object import meta
 from kapi.registry.informer import Informer, Item
 from kapi.registry.store import Registry, WriteOptions
@@ -115,8 +116,9 @@ class CSRSigningController:
     """Signs approved kube-apiserver-client CSRs with kapi's CA, from the shared CSR informer."""
 
     def __init__(self, registry: Registry, informer: Informer, ca_cert_pem: bytes, ca_key_pem: bytes, *,
-                 max_duration_s: int = DEFAULT_MAX_DURATION_S) -> None:
+                 max_duration_s: int = DEFAULT_MAX_DURATION_S, writes: Writes | None = None) -> None:
         self.registry = registry
+        self.writer = (writes or Writes(registry)).controller("certificate-controller")
         self.informer = informer
         self.resource = informer.res
         self.ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
@@ -171,6 +173,6 @@ class CSRSigningController:
             status.setdefault("conditions", []).append({
                 "type": "Failed", "status": "True", "reason": "SignerValidationFailure", "message": problem,
                 "lastUpdateTime": now, "lastTransitionTime": now})
-        await self.registry.update(self.resource, "", name, csr, WriteOptions(field_manager="kube-controller-manager"),
-                                   "status")
+        await self.writer.update(self.resource, "", name, csr, WriteOptions(field_manager="kube-controller-manager"),
+                                 "status")
         return True

@@ -11,6 +11,7 @@ from typing import Any
 import trio
 
 from kapi import errors
+from kapi.controllers.writes import Writes
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.informer import Informer, Item
 from kapi.registry.resources import Resource
@@ -20,6 +21,9 @@ log = logging.getLogger("kapi.controllers")
 Obj = dict[str, Any]
 
 DependentKey = tuple[str, str, str, str]  # (group, resource, namespace, name)
+Work = tuple[str, DependentKey]
+# A failed item is tried again after a delay that doubles up to the last (kube's workqueue rate limiter).
+RETRY_S = (0.05, 30.0)
 
 
 class GarbageCollector:
@@ -31,16 +35,20 @@ class GarbageCollector:
     When an owner goes, dependents left without a live owner are deleted;
     an owner with ``orphan`` has the references to it removed from its dependents;
     an owner with ``foregroundDeletion`` waits until its dependents are gone.
+    Its writes are kube's collector's (``generic-garbage-collector``): admitted and audited as its
+    requests; a refused one is tried again with backoff.
     """
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, writes: Writes | None = None) -> None:
         self.registry = registry
+        self.writer = (writes or Writes(registry)).controller("generic-garbage-collector")
         self.dependents: dict[str, set[DependentKey]] = {}
         self.owners: dict[DependentKey, tuple[dict[str, Any], ...]] = {}
         self._by_key: dict[tuple[str, str], Resource] = {}
         self._informers: dict[tuple[str, str], Informer] = {}
         self._changed = trio.Event()
-        self._work: set[tuple[str, DependentKey]] = set()
+        self._work: set[Work] = set()
+        self._retry_s: dict[Work, float] = {}  # the next delay of an item that failed
         self._waiting_foreground: set[DependentKey] = set()  # owners waiting for their dependents
 
     def _resources(self) -> dict[tuple[str, str], Resource]:
@@ -64,7 +72,7 @@ class GarbageCollector:
                 await self._follow_table(nursery)
                 for informer in list(self._informers.values()):
                     await informer.wait_for_sync()
-                nursery.start_soon(self._worker)
+                nursery.start_soon(self._worker, nursery)
                 task_status.started()
                 while True:
                     await table_changed.wait()
@@ -126,19 +134,36 @@ class GarbageCollector:
                 self._work.add(("finalize", key))
         self._changed.set()
 
-    async def _worker(self) -> None:
+    async def _worker(self, nursery: trio.Nursery) -> None:
         while True:
             await self._changed.wait()
             self._changed = trio.Event()
             work, self._work = self._work, set()
-            for what, key in sorted(work):
+            for item in sorted(work):
+                what, key = item
                 try:
                     await self._process(what, key)
-                except errors.StatusError as err:
-                    log.info("garbage collector: %s %s: %s", what, key, err.message)
+                except errors.StatusError as err:  # refused (admission, a webhook down): again later
+                    delay = self._failed(nursery, item)
+                    log.info("garbage collector: %s %s: %s; retrying in %.2fs", what, key, err.message, delay)
                 except Exception:  # one object that cannot be processed must not stop the others
-                    log.exception("garbage collector: %s %s failed", what, key)
+                    delay = self._failed(nursery, item)
+                    log.exception("garbage collector: %s %s failed; retrying in %.2fs", what, key, delay)
+                else:
+                    self._retry_s.pop(item, None)
             await trio.sleep(0)
+
+    def _failed(self, nursery: trio.Nursery, item: Work) -> float:
+        """Queue ``item`` again after its backoff; returns the delay."""
+        delay = self._retry_s.get(item, RETRY_S[0])
+        self._retry_s[item] = min(delay * 2, RETRY_S[1])
+        nursery.start_soon(self._requeue, item, delay)
+        return delay
+
+    async def _requeue(self, item: Work, delay: float) -> None:
+        await trio.sleep(delay)
+        self._work.add(item)
+        self._changed.set()
 
     async def _process(self, what: str, key: DependentKey) -> None:
         if what == "orphaned?":
@@ -181,8 +206,8 @@ class GarbageCollector:
         res = self._by_key[(key[0], key[1])]
         uid = obj["metadata"].get("uid", "")
         try:
-            await self.registry.delete(res, key[2], key[3], DeleteOptions(precondition_uid=uid,
-                                                                          propagation_policy="Background"))
+            await self.writer.delete(res, key[2], key[3], DeleteOptions(precondition_uid=uid,
+                                                                        propagation_policy="Background"))
         except (errors.NotFound, errors.Conflict):
             pass
 
@@ -209,8 +234,7 @@ class GarbageCollector:
                     if dres is None:
                         continue
                     try:
-                        await self.registry.delete(dres, dep[2], dep[3],
-                                                   DeleteOptions(propagation_policy="Foreground"))
+                        await self.writer.delete(dres, dep[2], dep[3], DeleteOptions(propagation_policy="Foreground"))
                     except (errors.NotFound, errors.Conflict):
                         pass
                 return
@@ -231,7 +255,7 @@ class GarbageCollector:
             return obj
 
         try:
-            await self.registry.guaranteed_update(res, dep[2], dep[3], drop, WriteOptions())
+            await self.writer.guaranteed_update(res, dep[2], dep[3], drop, WriteOptions())
         except errors.NotFound:
             pass
 
@@ -243,6 +267,6 @@ class GarbageCollector:
             return obj
 
         try:
-            await self.registry.guaranteed_update(res, key[2], key[3], drop, WriteOptions())
+            await self.writer.guaranteed_update(res, key[2], key[3], drop, WriteOptions())
         except errors.NotFound:
             pass

@@ -2,7 +2,10 @@
 ``kube-root-ca.crt`` ConfigMap, and a deleted namespace is emptied before it goes.
 
 It runs in-process on the registry, the way kube-controller-manager's namespace and
-serviceaccount controllers run against the API: an informer of namespaces feeds a work queue.
+serviceaccount controllers run against the API: an informer of namespaces feeds a work queue. Its
+writes are those controllers' requests, admitted and audited as their service accounts': the
+``default`` ServiceAccount as ``service-account-controller``'s, ``kube-root-ca.crt`` as
+``root-ca-cert-publisher``'s, the emptying and finalizing of a namespace as ``namespace-controller``'s.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import trio
 
 from kapi import errors
 from kapi.controllers.base import WorkQueue, name_of
+from kapi.controllers.writes import Writer, Writes
 from kapi.object.listopts import ListOptions
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.informer import Informer, Item
@@ -28,8 +32,12 @@ FINALIZER = "kubernetes"
 class NamespaceController:
     """Gives each namespace a ``default`` ServiceAccount and ``kube-root-ca.crt``; empties deleted ones."""
 
-    def __init__(self, registry: Registry, root_ca_pem: str = "") -> None:
+    def __init__(self, registry: Registry, root_ca_pem: str = "", writes: Writes | None = None) -> None:
         self.registry = registry
+        writes = writes or Writes(registry)
+        self.writer = writes.controller("namespace-controller")
+        self._sa_writer = writes.controller("service-account-controller")
+        self._ca_writer = writes.controller("root-ca-cert-publisher")
         self.root_ca_pem = root_ca_pem
         table = registry.table
         ns = table.get("", "v1", "namespaces")
@@ -82,7 +90,7 @@ class NamespaceController:
     async def ensure_namespace_contents(self, namespace: str) -> None:
         """The objects every namespace has: the ``default`` ServiceAccount and the root CA bundle."""
         sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-        await self._ensure(self.serviceaccounts, namespace, sa)
+        await self._ensure(self.serviceaccounts, namespace, sa, self._sa_writer)
         if self.root_ca_pem:
             cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "annotations": {
                 "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver "
@@ -90,12 +98,12 @@ class NamespaceController:
                                              "kubernetes.default.svc. No other usage is guaranteed across "
                                              "distributions of Kubernetes clusters."}},
                   "data": {"ca.crt": self.root_ca_pem}}
-            await self._ensure(self.configmaps, namespace, cm)
+            await self._ensure(self.configmaps, namespace, cm, self._ca_writer)
 
-    async def _ensure(self, res: Resource, namespace: str, obj: Obj) -> None:
+    async def _ensure(self, res: Resource, namespace: str, obj: Obj, writer: Writer) -> None:
         try:
-            await self.registry.create(res, namespace, obj, WriteOptions())
-        except (errors.AlreadyExists, errors.Forbidden, errors.NotFound):
+            await writer.ensure_exists(res, namespace, obj)  # read first, as kube's controllers ask their lister
+        except (errors.Forbidden, errors.NotFound):
             pass
         except errors.StatusError as err:  # e.g. the namespace's stored object is corrupt: the rest go on
             log.error("namespace controller: cannot create %s %s/%s: %s", res.kind, namespace,
@@ -128,8 +136,8 @@ class NamespaceController:
             return ns
 
         try:
-            await self.registry.guaranteed_update(self.namespaces, "", name, drop_finalizer, WriteOptions(),
-                                                  subresource="finalize")
+            await self.writer.guaranteed_update(self.namespaces, "", name, drop_finalizer, WriteOptions(),
+                                                subresource="finalize", verb="update")
         except errors.NotFound:
             pass
 
@@ -144,8 +152,8 @@ class NamespaceController:
             if prefix in seen_storage:
                 continue
             seen_storage.add(prefix)
-            page = await self.registry.delete_collection(res, namespace, ListOptions(),
-                                                         DeleteOptions(grace_period_s=0))
+            page = await self.writer.delete_collection(res, namespace, ListOptions(),
+                                                       DeleteOptions(grace_period_s=0))
             held = sum(1 for obj in page.items if obj["metadata"].get("finalizers"))
             # A corrupt object is left out of the collection: as in kube, the namespace stays
             # Terminating until it is removed (DELETE ...?ignoreStoreReadErrorWithClusterBreakingPotential=true).

@@ -27,6 +27,7 @@ from kapi.admission.plugin import Objects
 from kapi.admission.quota.evaluators import LEGACY_COUNT_NAMES, Evaluator, Evaluators, scope_selectors
 from kapi.admission.quota.resources import ResourceList, equals, mask, parse_list, render
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import Writes
 from kapi.registry.informer import Informer, Informers, Item, Registration
 from kapi.registry.store import Registry, WriteOptions
 
@@ -41,8 +42,10 @@ _MONITORED = (("", "pods"), ("", "services"), ("", "persistentvolumeclaims"), *L
 class ResourceQuotaController:
     """Keeps quotas' status (see the module docstring)."""
 
-    def __init__(self, registry: Registry, informers: Informers, *, resync_s: float = RESYNC_S) -> None:
+    def __init__(self, registry: Registry, informers: Informers, *, resync_s: float = RESYNC_S,
+                 writes: Writes | None = None) -> None:
         self.registry = registry
+        self.writer = (writes or Writes(registry)).controller("resourcequota-controller")
         self.informers = informers
         self.resync_s = resync_s
         res = registry.table.get("", "v1", "resourcequotas")
@@ -174,7 +177,7 @@ class ResourceQuotaController:
             return
         new = {**quota, "status": {"hard": render(hard), "used": render(used)}}
         try:
-            await self.registry.update(self.res, namespace, name, new, WriteOptions(), subresource="status")
+            await self.writer.update(self.res, namespace, name, new, WriteOptions(), subresource="status")
         except errors.NotFound:
             return
 

@@ -20,6 +20,7 @@ from kapi import errors
 from kapi.chain.authn.serviceaccount import (LABEL_LAST_USED, SA_NAME_ANNOTATION, SA_TOKEN_TYPE,
                                              SA_UID_ANNOTATION, ServiceAccountTokens)
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import CONTROLLER_MANAGER_USER, Writes
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.informer import Informers, Item
 from kapi.registry.resources import Resource
@@ -34,8 +35,10 @@ class TokensController:
     """Fills token Secrets and removes those of missing ServiceAccounts (see the module docstring)."""
 
     def __init__(self, registry: Registry, informers: Informers, tokens: ServiceAccountTokens,
-                 root_ca_pem: str = "") -> None:
+                 root_ca_pem: str = "", writes: Writes | None = None) -> None:
         self.registry = registry
+        # kube-controller-manager runs this one with its own credentials, not a service account's
+        self.writer = (writes or Writes(registry)).controller("tokens-controller", CONTROLLER_MANAGER_USER)
         self.tokens = tokens
         self.root_ca = root_ca_pem.encode()
         secrets = registry.table.get("", "v1", "secrets")
@@ -109,7 +112,7 @@ class TokensController:
             return live
 
         try:
-            await self.registry.guaranteed_update(self.secrets_res, namespace, name, label, WriteOptions())
+            await self.writer.guaranteed_update(self.secrets_res, namespace, name, label, WriteOptions())
         except errors.NotFound:
             pass
 
@@ -142,7 +145,7 @@ class TokensController:
             return live
 
         try:
-            await self.registry.guaranteed_update(self.sa_res, namespace, sa_name, drop, WriteOptions())
+            await self.writer.guaranteed_update(self.sa_res, namespace, sa_name, drop, WriteOptions())
         except errors.NotFound:
             pass
 
@@ -166,8 +169,8 @@ class TokensController:
     async def _delete(self, secret: Obj) -> None:
         md = secret["metadata"]
         try:
-            await self.registry.delete(self.secrets_res, md["namespace"], md["name"],
-                                       DeleteOptions(precondition_uid=md.get("uid", "")))
+            await self.writer.delete(self.secrets_res, md["namespace"], md["name"],
+                                     DeleteOptions(precondition_uid=md.get("uid", "")))
         except (errors.NotFound, errors.Conflict):
             pass  # gone already, or another Secret of that name now
 
@@ -212,7 +215,7 @@ class TokensController:
             return live
 
         try:
-            await self.registry.guaranteed_update(self.secrets_res, namespace, name, fill, WriteOptions())
+            await self.writer.guaranteed_update(self.secrets_res, namespace, name, fill, WriteOptions())
         except errors.NotFound:
             pass
 

@@ -24,6 +24,7 @@ import trio
 
 from kapi import errors
 from kapi.controllers.base import WorkQueue
+from kapi.controllers.writes import Writes
 from kapi.encoding import listitems
 from kapi.object.listopts import ListOptions
 from kapi.registry.informer import Informer, Item
@@ -106,8 +107,13 @@ def _claims_of(pod: Obj) -> list[str]:
 class StorageProtectionController:
     """Removes the pvc-protection and pv-protection finalizers of deleted claims and volumes not in use."""
 
-    def __init__(self, registry: Registry, pvcs: Informer, pvs: Informer, pods: Informer) -> None:
+    def __init__(self, registry: Registry, pvcs: Informer, pvs: Informer, pods: Informer,
+                 writes: Writes | None = None) -> None:
         self.registry = registry
+        writes = writes or Writes(registry)
+        # kube runs the two as two controllers, each with its service account
+        self._writers = {"persistentvolumeclaims": writes.controller("pvc-protection-controller"),
+                         "persistentvolumes": writes.controller("pv-protection-controller")}
         self.pvcs, self.pvs, self.pods = pvcs, pvs, pods
         self._queue = WorkQueue()
         pvcs.add_handler(on_add=self._claim, on_update=lambda _old, new: self._claim(new))
@@ -206,7 +212,8 @@ class StorageProtectionController:
 
     async def _write(self, res: Any, namespace: str, name: str, change: Any) -> bool:
         try:
-            await self.registry.guaranteed_update(res, namespace, name, change, WriteOptions(field_manager=_MANAGER))
+            await self._writers[res.resource].guaranteed_update(res, namespace, name, change,
+                                                                WriteOptions(field_manager=_MANAGER))
         except errors.NotFound:
             return False
         return True

@@ -30,6 +30,7 @@ import trio
 from kapi import errors
 from kapi.apis import flowcontrolbootstrap as bootstrap
 from kapi.apis.flowcontrol import FLOW_SCHEMAS, PRIORITY_LEVEL_CONFIGURATIONS
+from kapi.controllers.writes import Writer, Writes
 from kapi.object.defaults.flowcontrol import default_flow_schema, default_priority_level_configuration
 from kapi.object.listopts import ListOptions
 from kapi.registry.deletion import DeleteOptions
@@ -144,7 +145,7 @@ async def _get(registry: Registry, res: Resource, name: str) -> Obj | None:
         return None
 
 
-async def _ensure_one(registry: Registry, kind: _Kind, boot: Obj, *, mandatory: bool) -> str:
+async def _ensure_one(registry: Registry, writer: Writer, kind: _Kind, boot: Obj, *, mandatory: bool) -> str:
     """EnsureConfiguration: create if missing, else revise; returns what was done."""
     name = boot["metadata"]["name"]
     while True:
@@ -152,7 +153,7 @@ async def _ensure_one(registry: Registry, kind: _Kind, boot: Obj, *, mandatory: 
         if current is not None:
             break
         try:
-            await registry.create(kind.res, "", copy.deepcopy(boot), _WRITE)
+            await writer.create(kind.res, "", copy.deepcopy(boot), _WRITE)
             log.debug("APF bootstrap: created %s %s", kind.res.kind, name)
             return "create"
         except errors.AlreadyExists:
@@ -161,14 +162,14 @@ async def _ensure_one(registry: Registry, kind: _Kind, boot: Obj, *, mandatory: 
     if wanted is None:
         return "none"
     try:
-        await registry.update(kind.res, "", name, wanted, _WRITE)
+        await writer.update(kind.res, "", name, wanted, _WRITE)
     except (errors.Conflict, errors.NotFound):
         return "retry"  # changed or gone under us: the next pass sees it (kube: "will retry later")
     log.debug("APF bootstrap: updated %s %s", kind.res.kind, name)
     return "update"
 
 
-async def _remove_unwanted(registry: Registry, kind: _Kind, boots: list[Obj]) -> list[str]:
+async def _remove_unwanted(registry: Registry, writer: Writer, kind: _Kind, boots: list[Obj]) -> list[str]:
     """RemoveUnwantedObjects: delete what carries ``autoupdate-spec: "true"`` but is no bootstrap object."""
     wanted = {b["metadata"]["name"] for b in boots}
     page = await registry.list(kind.res, "", ListOptions())
@@ -181,7 +182,7 @@ async def _remove_unwanted(registry: Registry, kind: _Kind, boots: list[Obj]) ->
         if _parse_bool(_annotations(obj).get(ANNOTATION)) is not True:
             continue  # kept by the operator (or a malformed annotation: left for a human)
         try:
-            await registry.delete(kind.res, "", name, DeleteOptions())
+            await writer.delete(kind.res, "", name, DeleteOptions())
         except errors.NotFound:
             pass
         log.debug("APF bootstrap: deleted %s %s (no longer a bootstrap object)", kind.res.kind, name)
@@ -189,7 +190,8 @@ async def _remove_unwanted(registry: Registry, kind: _Kind, boots: list[Obj]) ->
     return removed
 
 
-async def ensure_apf_bootstrap(registry: Registry, config: BootstrapConfiguration | None = None) -> dict[str, str]:
+async def ensure_apf_bootstrap(registry: Registry, config: BootstrapConfiguration | None = None,
+                              writer: Writer | None = None) -> dict[str, str]:
     """One pass of kube's ensure(): suggested, then mandatory, then removal of dangling bootstrap
     objects. Returns what was done per ``kind/name`` (create, update, none, retry, delete).
 
@@ -197,29 +199,30 @@ async def ensure_apf_bootstrap(registry: Registry, config: BootstrapConfiguratio
         StatusError: a write failed for a reason other than a race (the caller retries the pass).
     """
     config = config or BootstrapConfiguration()
+    writer = writer or Writes(registry).apiserver()  # kube's hook writes through the loopback client
     done: dict[str, str] = {}
     for mandatory, plcs, fss in ((False, config.suggested_priority_levels, config.suggested_flow_schemas),
                                  (True, config.mandatory_priority_levels, config.mandatory_flow_schemas)):
         for kind, boots in ((_PLC, plcs), (_FS, fss)):
             for boot in boots:
                 done[f"{kind.res.kind}/{boot['metadata']['name']}"] = await _ensure_one(
-                    registry, kind, boot, mandatory=mandatory)
+                    registry, writer, kind, boot, mandatory=mandatory)
     for kind, boots in ((_FS, config.mandatory_flow_schemas + config.suggested_flow_schemas),
                         (_PLC, config.mandatory_priority_levels + config.suggested_priority_levels)):
-        for name in await _remove_unwanted(registry, kind, boots):
+        for name in await _remove_unwanted(registry, writer, kind, boots):
             done[f"{kind.res.kind}/{name}"] = "delete"
     return done
 
 
 async def keep_apf_bootstrap(registry: Registry, config: BootstrapConfiguration | None = None, *,
-                             interval_s: float = INTERVAL_S,
+                             interval_s: float = INTERVAL_S, writer: Writer | None = None,
                              task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """The post-start hook: the first pass (retried each second, for up to five minutes) before
     ``started()``, then one pass every ``interval_s``; a failed pass is logged and tried again."""
     with trio.move_on_after(_FIRST_DEADLINE_S):
         while True:
             try:
-                await ensure_apf_bootstrap(registry, config)
+                await ensure_apf_bootstrap(registry, config, writer)
                 break
             except errors.StatusError as err:
                 log.error("APF bootstrap ensurer ran into an error, will retry: %s", err.message)
@@ -228,6 +231,6 @@ async def keep_apf_bootstrap(registry: Registry, config: BootstrapConfiguration 
     while True:
         await trio.sleep(interval_s)
         try:
-            await ensure_apf_bootstrap(registry, config)
+            await ensure_apf_bootstrap(registry, config, writer)
         except errors.StatusError as err:
             log.error("APF bootstrap ensurer ran into an error, will retry: %s", err.message)

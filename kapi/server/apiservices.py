@@ -4,7 +4,8 @@ priorities of kube-apiserver's table) and its crdregistration controller (one pe
 group/version, priority 1000/100, labelled ``automanaged: "true"`` and removed when no longer served).
 
 Each is ``Available`` (reason ``Local``, as kube's availability controller says of local services).
-``keep_api_services`` syncs at start and whenever the resource table changes.
+``keep_api_services`` syncs at start and whenever the resource table changes. Its writes are the
+apiserver's loopback client's (``system:apiserver``), admitted and audited as kube's are.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import orjson
 import trio
 
 from kapi import errors
+from kapi.controllers.writes import Writer, Writes
 from kapi.object import meta
 from kapi.object.listopts import ListOptions
 from kapi.registry.deletion import DeleteOptions
@@ -82,11 +84,12 @@ def _available(obj: Obj) -> bool:
     return False
 
 
-async def sync_api_services(registry: Registry) -> None:
+async def sync_api_services(registry: Registry, writer: Writer | None = None) -> None:
     """Create, correct or remove the automanaged APIServices; mark the local ones Available."""
     res = registry.table.get(GROUP, "v1", "apiservices")
     if res is None:
         return
+    writer = writer or Writes(registry).apiserver()
     opts = WriteOptions(field_manager=FIELD_MANAGER)
     want = desired_api_services(registry)
     page = await registry.list(res, "", ListOptions())
@@ -95,28 +98,28 @@ async def sync_api_services(registry: Registry) -> None:
         current = have.get(name)
         try:
             if current is None:
-                current = await registry.create(res, "", obj, opts)
+                current = await writer.create(res, "", obj, opts)
             elif (current["metadata"].get("labels") or {}).get(AUTOMANAGED) and current["spec"] != obj["spec"]:
                 current["spec"] = obj["spec"]  # an automanaged one is kept as kapi serves it
-                current, _ = await registry.update(res, "", name, current, opts)
+                current, _ = await writer.update(res, "", name, current, opts)
             if current["spec"].get("service") is None and not _available(current):
                 current["status"] = {"conditions": [{
                     "type": "Available", "status": "True", "lastTransitionTime": meta.now_rfc3339(),
                     "reason": "Local", "message": "Local APIServices are always available"}]}
-                await registry.update(res, "", name, current, opts, "status")
+                await writer.update(res, "", name, current, opts, "status")
         except errors.StatusError as err:
             log.warning("apiservice %s: %s", name, err.message)
     for name, obj in have.items():
         if name not in want and (obj["metadata"].get("labels") or {}).get(AUTOMANAGED) == "true":
             try:
-                await registry.delete(res, "", name, DeleteOptions())
+                await writer.delete(res, "", name, DeleteOptions())
             except errors.NotFound:
                 pass
             except errors.StatusError as err:
                 log.warning("apiservice %s: %s", name, err.message)
 
 
-async def keep_api_services(registry: Registry, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+async def keep_api_services(registry: Registry, writer: Writer | None = None, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
                             ) -> None:
     """Sync now, then after every change of the resource table (CRDs served or removed)."""
     changed = trio.Event()
@@ -126,12 +129,12 @@ async def keep_api_services(registry: Registry, *, task_status: trio.TaskStatus[
 
     unsubscribe = registry.table.subscribe(on_change)
     try:
-        await sync_api_services(registry)
+        await sync_api_services(registry, writer)
         task_status.started()
         while True:
             await changed.wait()
             changed = trio.Event()
             await trio.sleep(0.1)  # a CRD adds several versions at once
-            await sync_api_services(registry)
+            await sync_api_services(registry, writer)
     finally:
         unsubscribe()

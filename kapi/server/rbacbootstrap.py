@@ -7,7 +7,8 @@ role the selectors it lacks; nothing is ever removed. A binding whose roleRef di
 and made anew. An object annotated ``rbac.authorization.kubernetes.io/autoupdate: "false"`` is
 left alone. Before that, kube's two migrations: the rules of an old unaggregated admin/edit/view
 move to its ``system:aggregate-to-*`` part, and the subjects of the old system:discovery binding
-to the new system:public-info-viewer one.
+to the new system:public-info-viewer one. Its writes are the apiserver's (``kapi.controllers.writes``):
+admitted and audited, as kube's hook writes through the loopback client.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, Callable
 
 from kapi import errors
 from kapi.apis import rbacpolicy
+from kapi.controllers.writes import Writer, Writes
 from kapi.object.rbac.covers import covers
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.resources import Resource
@@ -105,18 +107,20 @@ async def _get(registry: Registry, res: Resource, namespace: str, name: str) -> 
         return None
 
 
-async def reconcile_role(registry: Registry, res: Resource, expected: Obj) -> str:
+async def reconcile_role(registry: Registry, res: Resource, expected: Obj, writer: Writer | None = None) -> str:
     """Reconcile one Role or ClusterRole; returns what was done (create, update, none, protected)."""
-    return await _reconcile(registry, res, expected, lambda existing: ("update", reconciled_role(existing, expected)))
+    return await _reconcile(registry, res, expected, lambda existing: ("update", reconciled_role(existing, expected)),
+                            writer or Writes(registry).apiserver())
 
 
-async def reconcile_binding(registry: Registry, res: Resource, expected: Obj) -> str:
+async def reconcile_binding(registry: Registry, res: Resource, expected: Obj, writer: Writer | None = None) -> str:
     """Reconcile one RoleBinding or ClusterRoleBinding; returns what was done (also recreate)."""
-    return await _reconcile(registry, res, expected, lambda existing: reconciled_binding(existing, expected))
+    return await _reconcile(registry, res, expected, lambda existing: reconciled_binding(existing, expected),
+                            writer or Writes(registry).apiserver())
 
 
 async def _reconcile(registry: Registry, res: Resource, expected: Obj,
-                     decide: Callable[[Obj], tuple[str, Obj | None]]) -> str:
+                     decide: Callable[[Obj], tuple[str, Obj | None]], writer: Writer) -> str:
     """Create ``expected`` if missing, else write what ``decide`` makes of the stored object (None: it is
     as it should be), retried while the object comes and goes under us."""
     md = expected["metadata"]
@@ -125,7 +129,7 @@ async def _reconcile(registry: Registry, res: Resource, expected: Obj,
         existing = await _get(registry, res, namespace, name)
         if existing is None:
             try:
-                await registry.create(res, namespace, copy.deepcopy(expected), WriteOptions())
+                await writer.create(res, namespace, copy.deepcopy(expected), WriteOptions())
                 return "create"
             except errors.AlreadyExists:
                 continue
@@ -137,17 +141,17 @@ async def _reconcile(registry: Registry, res: Resource, expected: Obj,
         try:
             if operation == "recreate":
                 # roleRef is immutable: the binding goes and comes back with the policy's role
-                await registry.delete(res, namespace, name, DeleteOptions())
-                await registry.create(res, namespace, copy.deepcopy(wanted), WriteOptions())
+                await writer.delete(res, namespace, name, DeleteOptions())
+                await writer.create(res, namespace, copy.deepcopy(wanted), WriteOptions())
                 return "recreate"
-            await registry.update(res, namespace, name, wanted, WriteOptions())
+            await writer.update(res, namespace, name, wanted, WriteOptions())
             return "update"
         except (errors.NotFound, errors.Conflict, errors.AlreadyExists):
             continue
     raise errors.Conflict(f"exceeded maximum attempts reconciling {res.resource} {name}")
 
 
-async def _prime_aggregated_roles(registry: Registry, res: Resource) -> None:
+async def _prime_aggregated_roles(registry: Registry, res: Resource, writer: Writer) -> None:
     """kube's primeAggregatedClusterRoles: an old unaggregated admin/edit/view's rules become its part."""
     for old_name, new_name in rbacpolicy.AGGREGATED_ROLE_PARTS.items():
         if await _get(registry, res, "", new_name) is not None:
@@ -162,12 +166,12 @@ async def _prime_aggregated_roles(registry: Registry, res: Resource) -> None:
         copied["metadata"] = {k: v for k, v in copied["metadata"].items()
                               if k in ("labels", "annotations")} | {"name": new_name}
         try:
-            await registry.create(res, "", copied, WriteOptions())
+            await writer.create(res, "", copied, WriteOptions())
         except errors.AlreadyExists:
             pass
 
 
-async def _prime_split_bindings(registry: Registry, res: Resource) -> None:
+async def _prime_split_bindings(registry: Registry, res: Resource, writer: Writer) -> None:
     """kube's primeSplitClusterRoleBindings: a new binding split from an old one starts with its subjects."""
     expected = {b["metadata"]["name"]: b for b in rbacpolicy.cluster_role_bindings()}
     for old_name, new_name in rbacpolicy.SPLIT_BINDINGS.items():
@@ -181,12 +185,12 @@ async def _prime_split_bindings(registry: Registry, res: Resource) -> None:
         if not new["subjects"]:
             new.pop("subjects")
         try:
-            await registry.create(res, "", new, WriteOptions())
+            await writer.create(res, "", new, WriteOptions())
         except errors.AlreadyExists:
             pass
 
 
-async def reconcile_bootstrap_policy(registry: Registry) -> None:
+async def reconcile_bootstrap_policy(registry: Registry, writer: Writer | None = None) -> None:
     """Reconcile every object of the bootstrap policy; one that fails is logged, the start goes on
     (kube retries its hook until it succeeds; here a failure of one object is not fatal)."""
     table = registry.table
@@ -195,9 +199,10 @@ async def reconcile_bootstrap_policy(registry: Registry) -> None:
     cluster_bindings = table.get(GROUP, "v1", "clusterrolebindings")
     assert roles and bindings and cluster_roles and cluster_bindings
     counts: dict[str, int] = {}
+    writer = writer or Writes(registry).apiserver()
     try:
-        await _prime_aggregated_roles(registry, cluster_roles)
-        await _prime_split_bindings(registry, cluster_bindings)
+        await _prime_aggregated_roles(registry, cluster_roles, writer)
+        await _prime_split_bindings(registry, cluster_bindings, writer)
     except errors.StatusError as err:
         log.error("cannot migrate the bootstrap RBAC policy: %s", err.message)
     plan: list[tuple[Resource, list[Obj], bool]] = [
@@ -209,7 +214,7 @@ async def reconcile_bootstrap_policy(registry: Registry) -> None:
     for res, objects, is_role in plan:
         for obj in objects:
             try:
-                done = await (reconcile_role if is_role else reconcile_binding)(registry, res, obj)
+                done = await (reconcile_role if is_role else reconcile_binding)(registry, res, obj, writer)
             except errors.StatusError as err:
                 log.error("cannot reconcile %s %s: %s", res.resource, obj["metadata"]["name"], err.message)
                 continue

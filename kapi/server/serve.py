@@ -22,7 +22,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypercorn.config import Config as HypercornConfig
 
-from kapi import __version__, apis
+from kapi import __version__, apis, errors
 from kapi.admission.chain import AdmissionChain, AdmissionConfigError, build_chain, enabled_plugins, load_configuration
 from kapi.admission.plugin import Objects, PluginDeps
 from kapi.chain.access import ServerAccess
@@ -44,6 +44,7 @@ from kapi.chain.webhookclient import WebhookClient
 from kapi.controllers.crd import GROUP as CRD_GROUP, RESOURCE as CRD_RESOURCE, CRDController
 from kapi.controllers.namespace import NamespaceController
 from kapi.controllers.resourcequota import ResourceQuotaController
+from kapi.controllers.writes import Writes
 from kapi.server.bootstrap import bootstrap, publish_endpoint
 from kapi.server.apfbootstrap import keep_apf_bootstrap
 from kapi.server.apiservices import keep_api_services
@@ -255,26 +256,41 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             gc.collect()
             gc.freeze()
             release_free_memory()
-        namespaces = NamespaceController(registry, pki.ca_cert.read_text())
-        await bootstrap(registry, namespaces)
-        await reconcile_bootstrap_policy(registry)  # kube's rbac/bootstrap-roles start-up hook
-        await services.start(partial(supervise, "APF configuration producer", partial(keep_apf_bootstrap, registry),
-                                     restart=True))  # kube's priority-and-fairness-config-producer hook
-        aggregation = ClusterRoleAggregationController(registry, informers.informer(RBAC_GROUP, "clusterroles"))
+        # The server's own writes (start-up objects, controllers) pass admission and audit as kube's
+        # loopback and controller-manager clients' requests do.
+        writes = Writes(registry, app.handlers.admission, app.chain.audit)
+        loopback = writes.apiserver()
+        namespaces = NamespaceController(registry, pki.ca_cert.read_text(), writes)
+        aggregation = ClusterRoleAggregationController(registry, informers.informer(RBAC_GROUP, "clusterroles"),
+                                                       writes)
         # Approved kubernetes.io/kube-apiserver-client CSRs signed by kapi's CA (kube's csrsigning controller).
         csr_signing = CSRSigningController(registry, informers.informer(CSR_GROUP, CSR_RESOURCE),
-                                           pki.ca_cert.read_bytes(), (pki.ca_cert.parent / "ca.key").read_bytes())
+                                           pki.ca_cert.read_bytes(), (pki.ca_cert.parent / "ca.key").read_bytes(),
+                                           writes=writes)
         # The finalizers StorageObjectInUseProtection puts on claims and volumes, taken off once unused.
         storage_protection = StorageProtectionController(registry, informers.informer("", "persistentvolumeclaims"),
                                                          informers.informer("", "persistentvolumes"),
-                                                         informers.informer("", "pods"))
+                                                         informers.informer("", "pods"), writes)
         # The CRDs stored before start-up: their resources in the table before the first request.
         # Conversion webhooks are reached with the chain's webhook client (the apis layer is below it).
         crds = CRDController(registry, informers.informer(CRD_GROUP, CRD_RESOURCE), resources_of=partial(
-            custom_resources, client_factory=_conversion_client, resolve_service=registry_service_resolver(registry)))
+            custom_resources, client_factory=_conversion_client, resolve_service=registry_service_resolver(registry)),
+            writes=writes)
         # What authorization and authentication read in process (RBAC's objects, pods for the Node
-        # authorizer, service accounts): synced before the first request is served.
+        # authorizer, service accounts), and what admission reads (webhook and policy configurations):
+        # synced before the start-up objects are written, since those writes pass admission.
         await services.start(partial(supervise, "informers", informers.run, restart=False))
+        if app.handlers.admission is not None:  # the plugins' own work (policy compilation, quota usage, ...)
+            await services.start(partial(supervise, "admission", app.handlers.admission.run, restart=True))
+        if app.chain.audit is not None:  # its writers flush what is queued when the server stops
+            await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
+        # kube's post-start hooks: system namespaces, priority classes, bootstrap RBAC policy, APF objects.
+        await bootstrap(registry, namespaces, loopback)
+        await reconcile_bootstrap_policy(registry, loopback)  # kube's rbac/bootstrap-roles start-up hook
+        await services.start(partial(supervise, "APF configuration producer", partial(
+            keep_apf_bootstrap, registry, writer=loopback), restart=True))  # priority-and-fairness-config-producer
+        # The bootstrap objects reach the informers (RBAC's) before the first request is served.
+        await _caught_up(registry)
         if app.chain.flowcontrol is not None:
             # Its configuration digested before the first request is served; restarted, it keeps its
             # levels (and their queued requests) and digests again.
@@ -282,28 +298,24 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                                          restart=True))
             # The object counts of the resources without a watch cache (their LIST estimates; kube's count poll)
             await services.start(partial(supervise, "object counts", registry.track_object_counts, restart=True))
-        if app.handlers.admission is not None:  # the plugins' own work (policy compilation, quota usage, ...)
-            await services.start(partial(supervise, "admission", app.handlers.admission.run, restart=True))
-        if app.chain.audit is not None:  # its writers flush what is queued when the server stops
-            await services.start(partial(supervise, "audit", app.chain.audit.run, restart=False))
         await services.start(partial(supervise, "customresourcedefinition controller", crds.run, restart=True))
         await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
         await services.start(partial(supervise, "service-account token controller", partial(
-            _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text()), restart=True))
+            _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text(), writes), restart=True))
         await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
                                      restart=True))
         await services.start(partial(supervise, "csr signing controller", csr_signing.run, restart=True))
         await services.start(partial(supervise, "pvc/pv protection controller", storage_protection.run, restart=True))
         await services.start(partial(supervise, "validatingadmissionpolicy status controller",
                                      AdmissionPolicyStatusController(registry, informers.informer(
-                                         VAP_GROUP, VAP_RESOURCE)).run, restart=True))
+                                         VAP_GROUP, VAP_RESOURCE), writes).run, restart=True))
         await services.start(partial(supervise, "resourcequota controller",
-                                     ResourceQuotaController(registry, informers).run, restart=True))
+                                     ResourceQuotaController(registry, informers, writes=writes).run, restart=True))
         # An APIService per served group/version, CRDs' too (kube's autoregister and crdregistration).
-        await services.start(partial(supervise, "apiservice registration", partial(keep_api_services, registry),
-                                     restart=True))
+        await services.start(partial(supervise, "apiservice registration", partial(keep_api_services, registry,
+                                                                                     loopback), restart=True))
         # A restarted collector rebuilds its owner index from a fresh watch of everything.
-        await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry),
+        await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry, writes),
                                      restart=True))
 
         async with trio.open_nursery() as http:
@@ -312,7 +324,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
-            await publish_endpoint(registry, host.strip("[]"), int(port))
+            await publish_endpoint(registry, host.strip("[]"), int(port), loopback)
             kubeconfig = data_dir / "admin.kubeconfig"
             write_kubeconfig(kubeconfig, url, pki)
             health.ready = True
@@ -330,14 +342,28 @@ def _conversion_client(url: str, ssl_context: ssl.SSLContext, server_name: str, 
 
 
 async def _tokens_controller(registry: Registry, informers: Informers, tokens: ServiceAccountTokens, ca_pem: str,
-                             *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    await TokensController(registry, informers, tokens, ca_pem).run(task_status=task_status)
+                             writes: Writes, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    await TokensController(registry, informers, tokens, ca_pem, writes).run(task_status=task_status)
 
 
-async def _collect_garbage(registry: Registry, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-                           ) -> None:
+async def _collect_garbage(registry: Registry, writes: Writes, *,
+                           task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """A fresh collector each time: after a crash its owner index is rebuilt from a new watch."""
-    await GarbageCollector(registry).run(task_status=task_status)
+    await GarbageCollector(registry, writes).run(task_status=task_status)
+
+
+async def _caught_up(registry: Registry, timeout_s: float = 5.0) -> None:
+    """Wait (bounded) until every watch cache holds storage's current revision, then let the informers
+    following them take what was delivered."""
+    revision = await registry.storage.current_revision()
+    with trio.move_on_after(timeout_s):
+        for cacher in list(registry.cachers.values()):
+            try:
+                await cacher.wait_for_rv(revision, timeout_s)
+            except errors.StatusError:  # a cache that cannot catch up: its informer follows later
+                continue
+    for _ in range(3):  # cacher -> informer: a hop or two of scheduling
+        await trio.sleep(0)
 
 
 async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...],
