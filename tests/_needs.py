@@ -24,12 +24,20 @@ def in_ci() -> bool:
 
 
 def require(condition: object, what: str) -> None:
-    """Go on when ``condition`` holds; otherwise fail under CI, skip elsewhere, with ``what`` as the reason."""
+    """Go on when ``condition`` holds; otherwise fail under CI, skip elsewhere, with ``what`` as the reason.
+
+    At a module's top level it skips (or fails) the whole module.
+    """
     if condition:
         return
     if in_ci():
         pytest.fail(f"{what} (under CI=true this fails instead of skipping)", pytrace=False)
-    pytest.skip(what)
+    pytest.skip(what, allow_module_level=True)
+
+
+def require_module(name: str) -> None:
+    """A module the ``test`` extra installs (``require`` on whether it is importable)."""
+    require(importlib.util.find_spec(name), f"{name} is not installed (the test extra: pip install -e '.[test]')")
 
 
 def protoc() -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import kubectl_path, start_server, stop_server
+from tests.e2e.conftest import kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -40,9 +40,7 @@ rules:
 
 
 def test_podsecurity_with_kubectl(tmp_path: Path) -> None:
-    binary = kubectl_path("1.33")
-    if binary is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    binary = kubectl_binary("1.33")
     (tmp_path / "admission.yaml").write_text(PSA)
     (tmp_path / "audit.yaml").write_text(AUDIT_POLICY)
     audit_log = tmp_path / "audit.log"

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Kubectl, Server, kubectl_path, start_server, stop_server
+from tests.e2e.conftest import Kubectl, Server, kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -26,9 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture
 def kubectl(server: Server) -> Kubectl:
-    path = kubectl_path("1.33")
-    if path is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    path = kubectl_binary("1.33")
     return Kubectl(path, server, "1.33")
 
 

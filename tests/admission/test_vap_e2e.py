@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.e2e.conftest import Kubectl, Server, kubectl_path, start_server, stop_server
+from tests.e2e.conftest import Kubectl, Server, kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -107,9 +107,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def test_audit_annotations_in_the_audit_log(server: Server) -> None:
-    path = kubectl_path("1.33")
-    if path is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    path = kubectl_binary("1.33")
     k = Kubectl(path, server, "1.33")
     k.run("apply", "-f", "-", input=AUDITED)
     log = server.data_dir.parent / "audit.log"
@@ -138,9 +136,7 @@ def test_audit_annotations_in_the_audit_log(server: Server) -> None:
 
 
 def test_policy_status_denial_and_warning(server: Server) -> None:
-    path = kubectl_path("1.33")
-    if path is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    path = kubectl_binary("1.33")
     k = Kubectl(path, server, "1.33")
     k.run("apply", "-f", "-", input=POLICY)
     status: dict[str, object] = {}

@@ -3,7 +3,6 @@ group in discovery, the custom objects, and ``kubectl api-resources`` listing th
 
 from __future__ import annotations
 
-import shutil
 import ssl
 import subprocess
 import time
@@ -14,7 +13,7 @@ import httpx
 import pytest
 
 from tests.crd.test_lifecycle import CRD_PATH, crd
-from tests.e2e.conftest import Server, start_server, stop_server
+from tests.e2e.conftest import Server, kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -55,12 +54,10 @@ def test_restart_serves_stored_crds(tmp_path: Path) -> None:
             assert [r["name"] for r in listed.json()["resources"]] == ["widgets", "widgets/status"]
             got = c.get("/apis/example.com/v1/namespaces/default/widgets/w1")
             assert got.status_code == 200 and got.json()["spec"] == {"a": 1}
-        kubectl = shutil.which("kubectl")
-        if kubectl:
-            out = subprocess.run([kubectl, "--kubeconfig", str(server.kubeconfig), "api-resources",
-                                  "--api-group=example.com"], capture_output=True, text=True, timeout=60)
-            assert out.returncode == 0, out.stderr
-            row = out.stdout.splitlines()[1].split()
-            assert row == ["widgets", "wg", "example.com/v1", "true", "Widget"], out.stdout
+        out = subprocess.run([kubectl_binary("1.33"), "--kubeconfig", str(server.kubeconfig), "api-resources",
+                              "--api-group=example.com"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        row = out.stdout.splitlines()[1].split()
+        assert row == ["widgets", "wg", "example.com/v1", "true", "Widget"], out.stdout
     finally:
         stop_server(server)

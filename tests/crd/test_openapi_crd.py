@@ -21,7 +21,7 @@ from kapi.object.schema import load_builtin
 from kapi.registry.resources import ResourceTable
 from kapi.server.serve import Server
 from tests.crd.conversion_support import GROUP, SCHEMA_V1, SCHEMA_V2, crd, request, served_resources, start
-from tests.e2e.conftest import kubectl_path
+from tests.e2e.conftest import kubectl_binary
 
 VERSIONS = [
     {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": SCHEMA_V1}},
@@ -154,9 +154,7 @@ async def test_served_openapi_documents(served: tuple[Server, Client, Path]) -> 
 
 
 async def kubectl(version: str, kubeconfig: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
-    path = kubectl_path(version)
-    if path is None:
-        pytest.skip(f"kubectl.{version} is not installed beside kubectl on PATH")
+    path = kubectl_binary(version)
     env = {**os.environ, "KUBECACHEDIR": str(kubeconfig.parent / f"cache-{version}")}
     with trio.fail_after(120):
         proc = await trio.run_process([path, "--kubeconfig", str(kubeconfig), *args], stdin=stdin or b"",

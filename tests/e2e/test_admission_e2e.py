@@ -35,6 +35,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests._needs import require_module
+
 from .conftest import Kubectl, Server
 
 pytestmark = pytest.mark.e2e
@@ -372,7 +374,7 @@ def _kex(name: str, field: str, labels: dict[str, str] | None = None) -> dict[st
 
 
 def test_kopf_admission_example(server: Server, kubectl133: Kubectl, namespace: str, tmp_path: Path) -> None:
-    pytest.importorskip("kopf")
+    require_module("kopf")
     kopf_bin = shutil.which("kopf", path=os.path.dirname(sys.executable)) or shutil.which("kopf")
     assert kopf_bin, "kopf is installed (the test extras) but its command is not found"
     cert_file, key_file, ca_file = make_certificates(tmp_path / "pki")

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from .conftest import Kubectl, Server, kubectl_path, start_server, stop_server
+from .conftest import Kubectl, Server, kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -72,9 +72,7 @@ def rbac_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(params=["1.33", "1.27"])
 def kubectl(request: pytest.FixtureRequest, rbac_server: Server, tmp_path: Path) -> Kubectl:
-    path = kubectl_path(request.param)
-    if path is None:
-        pytest.skip(f"kubectl.{request.param} is not installed beside kubectl on PATH")
+    path = kubectl_binary(request.param)
     return Kubectl(path, rbac_server, request.param)
 
 

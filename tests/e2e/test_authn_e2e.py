@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.chain.authn_helpers import JWTIssuer, issue, make_ca
-from tests.e2e.conftest import Server, kubectl_path, start_server, stop_server
+from tests.e2e.conftest import Server, kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -95,9 +95,7 @@ def _wait_allowed(call: Any) -> None:
 
 def test_jwt_issuer_token_with_kubectl(jwt_server: tuple[Server, JWTIssuer]) -> None:
     srv, issuer = jwt_server
-    binary = kubectl_path("1.33")
-    if binary is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    binary = kubectl_binary("1.33")
     cfg = yaml.safe_load(srv.kubeconfig.read_text())
     cfg["users"][0]["user"] = {"token": issuer.token(sub="carol", groups="ops")}
     kubeconfig = srv.data_dir / "carol.kubeconfig"
@@ -152,9 +150,7 @@ def test_authenticating_proxy_over_tls(tmp_path: Path) -> None:
 def test_kubectl_as_against_rbac(tmp_path: Path) -> None:
     """kubectl --as: a user without the impersonate verb is refused with kube's message; granted
     impersonate on one user, she acts as that user (and RBAC then judges him)."""
-    binary = kubectl_path("1.33")
-    if binary is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    binary = kubectl_binary("1.33")
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('alice-token,alice,1,"dev"\n')
     srv = start_server(tmp_path / "d", "--token-auth-file", str(tokens), "--authorization-mode", "RBAC")

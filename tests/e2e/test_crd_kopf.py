@@ -22,11 +22,13 @@ from typing import Any, Callable
 
 import pytest
 
+from tests._needs import require_module
+
 from .conftest import Server
 
 pytestmark = pytest.mark.e2e
 
-kopf = pytest.importorskip("kopf")
+require_module("kopf")
 
 OPERATOR = Path(__file__).with_name("kopf_operator.py")
 CRD_NAME = "kopfexamples.kopf.dev"

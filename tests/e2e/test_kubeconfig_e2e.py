@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Kubectl, Server, kubectl_path
+from .conftest import Kubectl, Server, kubectl_binary
 
 pytestmark = pytest.mark.e2e
 
@@ -29,9 +29,7 @@ def mint(server: Server, out: Path, user: str, *groups: str) -> Path:
 
 def as_user(version: str, server: Server, kubeconfig: Path) -> Kubectl:
     """kubectl ``version`` with ``kubeconfig`` instead of the admin's."""
-    binary = kubectl_path(version)
-    if binary is None:
-        pytest.skip(f"kubectl.{version} is not installed beside kubectl on PATH")
+    binary = kubectl_binary(version)
     return Kubectl(binary, dataclasses.replace(server, kubeconfig=kubeconfig), version)
 
 

@@ -13,7 +13,7 @@ from typing import Iterator
 
 import pytest
 
-from .conftest import Kubectl, Server, kubectl_path, start_server, stop_server
+from .conftest import Kubectl, Server, kubectl_binary, start_server, stop_server
 from .test_kubeconfig_e2e import as_user, mint
 
 pytestmark = pytest.mark.e2e
@@ -77,9 +77,7 @@ def test_anonymous_reaches_the_public_info(default_server: Server) -> None:
 
 @pytest.mark.parametrize("version", ["1.33", "1.27"])
 def test_admin_kubeconfig_works(default_server: Server, version: str) -> None:
-    binary = kubectl_path(version)
-    if binary is None:
-        pytest.skip(f"kubectl.{version} is not installed beside kubectl on PATH")
+    binary = kubectl_binary(version)
     admin = Kubectl(binary, default_server, version)
     ns = _namespace(default_server)
     admin.run("create", "secret", "generic", "s", "--from-literal=k=v", namespace=ns)
@@ -101,9 +99,7 @@ def _wait_allowed(kc: Kubectl, *args: str, namespace: str) -> str:
 
 @pytest.mark.parametrize("version", ["1.33", "1.27"])
 def test_a_minted_user_is_forbidden_until_bound(default_server: Server, tmp_path: Path, version: str) -> None:
-    admin_binary = kubectl_path(version)
-    if admin_binary is None:
-        pytest.skip(f"kubectl.{version} is not installed beside kubectl on PATH")
+    admin_binary = kubectl_binary(version)
     admin = Kubectl(admin_binary, default_server, version)
     user = f"bob-{uuid.uuid4().hex[:6]}"
     bob = as_user(version, default_server, mint(default_server, tmp_path / "bob.kubeconfig", user, "dev"))

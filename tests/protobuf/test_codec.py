@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.e2e.conftest import kubectl_path
+from tests.e2e.conftest import kubectl_binary
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -275,9 +275,7 @@ def test_recorded_kubectl_bytes(schema: Schema) -> None:
 )
 def test_live_kubectl_bodies(schema: Schema, tmp_path: Path, args: list[str], kind: str, check: dict) -> None:
     """The exact bytes kubectl 1.33 sends for `create <type>`, captured now, decode as they should."""
-    binary = kubectl_path("1.33")
-    if binary is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    binary = kubectl_binary("1.33")
     server = capture.start(tmp_path)
     try:
         config = capture.kubeconfig(tmp_path, server.url)

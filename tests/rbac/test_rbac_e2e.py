@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Server, kubectl_path, start_server, stop_server
+from tests.e2e.conftest import Server, kubectl_binary, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
 
@@ -69,9 +69,7 @@ def test_the_policy_survives_restarts_as_kube_reconciles_it(tmp_path: Path) -> N
 
 
 def test_kubectl_sees_kubes_escalation_refusal(tmp_path: Path) -> None:
-    binary = kubectl_path("1.33")
-    if binary is None:
-        pytest.skip("kubectl.1.33 is not installed beside kubectl on PATH")
+    binary = kubectl_binary("1.33")
     import subprocess
 
     srv = start_server(tmp_path / "kapi", "--authorization-mode", "Node,RBAC")
