@@ -393,6 +393,28 @@ async def test_borrowing_lends_idle_seats(nursery: trio.Nursery, autojump_clock:
         t.finish()
 
 
+async def test_level_whose_seat_is_lent_serves_a_request_alone(nursery: trio.Nursery, autojump_clock: Any) -> None:
+    """Issue 30: at a server limit of 6 (--max-requests-inflight 4 + mutating 2), global-default has one
+    nominal seat and lends it all (lower limit 0). While the exempt level's demand takes the nominal sum,
+    every adjustment leaves global-default at 0: a user's request still runs when nothing else does."""
+    env = await make_env(nursery, BOOTSTRAP, server_limit=6)
+    gd = env.controller.priority_levels["global-default"]
+    assert (gd.limits.nominal, gd.limits.lower, env.controller.max_seats("global-default")) == (1, 0, 1)
+    admin = [env.start(ADMIN) for _ in range(6)]
+    assert all(t.dispatched for t in admin)
+    await trio.sleep(10.5)  # one borrowing adjustment with the exempt level's high watermark at 6
+    assert gd.current_limit == 0
+    alice = env.start(ALICE)
+    assert alice.dispatched  # wider than the limit of 0, and nothing else executes in the level
+    queued = env.start(ALICE)
+    assert not queued.dispatched
+    alice.finish()
+    assert queued.dispatched
+    queued.finish()
+    for t in admin:
+        t.finish()
+
+
 BROKEN_LEVELS = [  # kube's queueSetCompleterForPL refusals (validation refuses them too; an old store may not)
     ("work", {"type": "Limited"}),
     ("work", {"type": "Limited", "limited": {}, "exempt": {}}),

@@ -273,6 +273,57 @@ async def test_request_wider_than_the_level_goes_alone(autojump_clock: trio.test
     assert other.dispatched
 
 
+async def test_level_with_all_its_seats_lent_still_runs_one_request(autojump_clock: trio.testing.MockClock) -> None:
+    """Issue 30: a level at current limit 0 (its one nominal seat lent) dispatches a request when nothing
+    occupies a seat (KEP-1040: "zero or below the level's CurrentCL"); the next waits for it."""
+    qs = QueueSet(QueuingConfig("pl", queues=4, queue_length_limit=10, hand_size=1), 0, metrics=Metrics(),
+                  nominal_limit=1)
+    first = start(qs, "a", flow_hash=0)
+    assert first.dispatched
+    second = start(qs, "b", flow_hash=1)
+    assert not second.dispatched
+    first.finish()
+    assert second.dispatched
+    second.finish()
+    # queued while the level was at a positive limit, then lent away: dispatched once the seat is free
+    qs.configure(QueuingConfig("pl", queues=4, queue_length_limit=10, hand_size=1), 1, 1)
+    held, queued = start(qs, "a", flow_hash=0), start(qs, "b", flow_hash=1)
+    qs.configure(QueuingConfig("pl", queues=4, queue_length_limit=10, hand_size=1), 0, 1)
+    assert held.dispatched and not queued.dispatched
+    held.finish()
+    assert queued.dispatched
+    queued.finish()
+    assert qs.is_idle and qs.dump().dispatched == 4
+
+
+async def test_level_without_seats_of_its_own_holds_its_requests(autojump_clock: trio.testing.MockClock) -> None:
+    """A level with no nominal seat (kube's "jail", 0 shares) at limit 0 holds requests until it borrows one."""
+    qs = QueueSet(QueuingConfig("pl", queues=4, queue_length_limit=10, hand_size=1), 0, metrics=Metrics())
+    jailed = start(qs, "a", flow_hash=0)
+    with pytest.raises(Rejected):
+        await jailed.wait(trio.current_time() + 5)
+    held = start(qs, "a", flow_hash=0)
+    assert not held.dispatched
+    qs.configure(QueuingConfig("pl", queues=4, queue_length_limit=10, hand_size=1), 1, 0)  # borrowed
+    assert held.dispatched
+
+
+async def test_lent_level_waits_for_its_final_seats(autojump_clock: trio.testing.MockClock) -> None:
+    """At limit 0, seats still held after a write finished (its final seats) are occupied seats: the next
+    request waits for their release."""
+    async with trio.open_nursery() as nursery:
+        qs = QueueSet(QueuingConfig("pl", queues=2, queue_length_limit=10, hand_size=1), 0, metrics=Metrics(),
+                      nursery=nursery, nominal_limit=1)
+        write = start(qs, "a", WorkEstimate(initial_seats=1, final_seats=2, additional_latency_s=0.5), flow_hash=0)
+        assert write.dispatched
+        write.finish()
+        later = start(qs, "b", flow_hash=1)
+        assert not later.dispatched
+        await later.wait(trio.current_time() + LONG)
+        assert qs.dump().seats_in_use == 1
+        later.finish()
+
+
 # ------------------------------------------------------------------ final seats
 
 

@@ -536,7 +536,7 @@ class Controller:
             m.apf_demand_seats_stdev.labels(priority_level=name).set(demand.stdev)
             m.apf_demand_seats_smoothed.labels(priority_level=name).set(demand.smoothed)
             m.apf_target_seats.labels(priority_level=name).set(level.alloc.target)
-            level.queues.configure(level.spec.queuing, current)
+            level.queues.configure(level.spec.queuing, current, level.alloc.limits.nominal)
             if level.quiescing:  # configure() takes a level out of quiescing: it stays in
                 level.queues.quiesce()
 

@@ -12,6 +12,13 @@ and the real service time, and no queue's next start may precede its head's arri
 anti-windup bound). Seats are held while a request executes and, with final seats, for its
 additional latency after ``finish``.
 
+A request wider than the limit goes alone once nothing else executes (kube's
+canAccommodateSeatsLocked). A level whose seats are all lent (current limit 0, a nominal limit
+of its own) still dispatches when nothing occupies a seat, as KEP-1040 states the rule ("zero
+or below the level's CurrentCL"): every request is wider than 0, and its lent seats come back
+only at a borrowing adjustment, which may lend them again while the exempt level is busy. A
+level with no seats of its own (nominal 0, kube's "jail") holds its requests until it borrows.
+
 A Reject level (queues 0) only has the concurrency limit; an exempt level (``NoRestraint``)
 has no limit at all. Both are counted for the metrics and the dumps like queued levels.
 
@@ -305,13 +312,14 @@ class QueueSet:
     _exempt = False
 
     def __init__(self, config: QueuingConfig, concurrency_limit: int, *, metrics: Metrics,
-                 nursery: trio.Nursery | None = None) -> None:
+                 nursery: trio.Nursery | None = None, nominal_limit: int | None = None) -> None:
         now = trio.current_time()
         self.name = config.name
         self._metrics = metrics
         self._nursery = nursery
         self._config = QueuingConfig(config.name)
         self._limit = 0
+        self._nominal = 0
         self._dealer: Dealer | None = None
         self._queues: list[_Queue] = []
         self._r = 0  # kube's currentR, in 1e-8 seat-seconds
@@ -335,7 +343,7 @@ class QueueSet:
         self._linger_seq = 0
         self._linger_running = False
         self._linger_scope: trio.CancelScope | None = None
-        self._set_config(config, concurrency_limit, now)
+        self._set_config(config, concurrency_limit, nominal_limit, now)
 
     # ------------------------------------------------------------------ configuration
 
@@ -356,8 +364,11 @@ class QueueSet:
     def is_quiescing(self) -> bool:
         return self._quiescing
 
-    def configure(self, config: QueuingConfig, concurrency_limit: int) -> None:
+    def configure(self, config: QueuingConfig, concurrency_limit: int, nominal_limit: int | None = None) -> None:
         """Change the queuing and the limit live: queued and executing requests are kept.
+
+        ``nominal_limit`` is the level's own seats (None: ``concurrency_limit``); with none, a
+        current limit of 0 holds every request (kube's "jail").
 
         More queues are added at once; surplus queues go when they drain (kube's attrition).
         Going to Reject (queues 0) keeps the queue length limit and hand size for later.
@@ -365,10 +376,11 @@ class QueueSet:
         Raises:
             ValueError: when hand size and queues make no valid dealer (kube's checkConfig).
         """
-        self._set_config(config, concurrency_limit, self._sync())
+        self._set_config(config, concurrency_limit, nominal_limit, self._sync())
         self._quiescing = False
 
-    def _set_config(self, config: QueuingConfig, concurrency_limit: int, now: float) -> None:
+    def _set_config(self, config: QueuingConfig, concurrency_limit: int, nominal_limit: int | None,
+                    now: float) -> None:
         dealer = None
         if not self._exempt and config.queues > 0:
             dealer = self._dealer
@@ -384,6 +396,7 @@ class QueueSet:
             self._drop_empty_surplus(0)
         self._config = config
         self._limit = max(concurrency_limit, 0)
+        self._nominal = self._limit if nominal_limit is None else max(nominal_limit, 0)
         self._dealer = dealer
         self._dispatch_as_much_as_possible(now)
 
@@ -504,7 +517,7 @@ class QueueSet:
             self._reject(ticket, QUEUE_FULL)
 
         max_seats = ticket.max_seats
-        if self._waiting == 0 and self._seats_in_use < self._limit and self._can_accommodate(max_seats):
+        if self._waiting == 0 and self._may_dispatch() and self._can_accommodate(max_seats):
             # Enqueued and dispatched at once, the same as kube's enqueue then dispatch with the
             # only non-empty queue, without the queue's bookkeeping
             ticket.arrival_r = r = self._r
@@ -554,6 +567,10 @@ class QueueSet:
         if not self._exempt:
             ticket._fsm.wait_rejected().observe(0.0)
         raise Rejected(reason)
+
+    def _may_dispatch(self) -> bool:
+        """A seat is free, or none is occupied in a level with seats of its own (all of them lent)."""
+        return self._seats_in_use < self._limit or (self._seats_in_use == 0 and self._nominal > 0)
 
     def _can_accommodate(self, seats: int) -> bool:
         if seats > self._limit:
@@ -617,7 +634,7 @@ class QueueSet:
         fsm.inqueue_seats -= ticket.waiting_seats
 
     def _dispatch_as_much_as_possible(self, now: float) -> None:
-        while self._waiting and self._seats_in_use < self._limit and self._dispatch_one(now):
+        while self._waiting and self._may_dispatch() and self._dispatch_one(now):
             pass
 
     def _dispatch_one(self, now: float) -> bool:
