@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -191,6 +192,30 @@ async def test_connection_errors_back_off_exponentially_with_jitter(autojump_clo
     for gap, base in zip(gaps, [0.8, 1.6, 3.2, 6.4]):
         assert base <= gap <= 2 * base + 1e-9
     assert inf.reflector.stats.errors == 4 and inf.has_synced
+
+
+async def test_a_herd_of_200_informers_spreads_its_retries(autojump_clock: trio.abc.Clock) -> None:
+    """200 informers lose their server at the same moment: the backoff's jitter spreads their first retries
+    over [0.8 s, 1.6 s) instead of bringing them back together (what the herd end-to-end test once
+    measured on the wall clock, here on trio's; the global generator seeded, so the draw is fixed)."""
+    state = random.getstate()
+    random.seed(30)
+    try:
+        clients = [FakeClient(*[httpx.ConnectError("refused") for _ in range(3)]) for _ in range(200)]
+        informers = [informer_for(c)[0] for c in clients]
+        async with trio.open_nursery() as nursery:
+            for inf in informers:
+                nursery.start_soon(inf.run)
+            await trio.sleep(60)  # three refusals each, then a watch that never answers
+            nursery.cancel_scope.cancel()
+    finally:
+        random.setstate(state)
+    assert all(len(c.calls) == 4 and inf.reflector.stats.errors == 3 for c, inf in zip(clients, informers))
+    firsts = [c.calls[1][1] - c.calls[0][1] for c in clients]
+    assert all(0.8 <= d <= 1.6 for d in firsts)
+    busiest = max(sum(1 for d in firsts if lo <= d < lo + 0.1) for lo in firsts)
+    assert busiest < 0.4 * len(firsts), f"{busiest} of {len(firsts)} first retries within 100 ms"
+    assert len({round(c.calls[3][1], 6) for c in clients}) == len(clients)  # and no two meet later on
 
 
 async def test_a_short_empty_watch_counts_as_a_failure(autojump_clock: trio.abc.Clock) -> None:

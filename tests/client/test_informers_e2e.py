@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import signal
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -173,10 +174,13 @@ class Cluster:
         await nursery.start(self.writer_proxy.run)
         return load_kubeconfig(self.srv.kubeconfig)
 
-    async def restart(self, sig: int = signal.SIGTERM, down_s: float = 0.0) -> None:
+    async def restart(self, sig: int = signal.SIGTERM,
+                      while_down: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Stop the server with ``sig``, await ``while_down`` if given, start it again on the same data."""
         assert self.srv is not None and self.informer_proxy and self.writer_proxy
         await trio.to_thread.run_sync(stop_server, self.srv, sig)
-        await trio.sleep(down_s)
+        if while_down is not None:
+            await while_down()
         self.srv = await trio.to_thread.run_sync(start_server, self.data_dir, *self.flags)
         self.informer_proxy.upstream = self.writer_proxy.upstream = host_port(self.srv.url)
 
@@ -242,7 +246,9 @@ async def soak_ten_informers(tmp_path: Path, watch_list: bool) -> None:
         cluster.stop()
 
 
-async def test_a_herd_of_200_informers_spreads_its_reconnects(tmp_path: Path) -> None:
+async def test_a_herd_of_200_informers_rides_out_a_kill_9(tmp_path: Path) -> None:
+    """200 informers sharing a connection pool keep retrying while their server is killed and down, and all
+    come back to it. The jitter that spreads their retries is test_informer_unit.py's, on trio's clock."""
     cluster = Cluster(tmp_path / "kapi")
     try:
         async with trio.open_nursery() as nursery:
@@ -260,23 +266,23 @@ async def test_a_herd_of_200_informers_spreads_its_reconnects(tmp_path: Path) ->
                 for inf in informers:
                     await inf.wait_for_sync()
                 before = [inf.reflector.stats.watches + inf.reflector.stats.watch_lists for inf in informers]
+                errors_before = [inf.reflector.stats.errors for inf in informers]
 
-                killed_at = trio.current_time()
-                down_s = 4.0
-                await cluster.restart(signal.SIGKILL, down_s=down_s)
-                back = trio.current_time()
+                async def every_informer_failed_a_retry() -> None:
+                    # Two failures each since the kill: at most one is the broken watch, so at least one
+                    # is a retry that found the server down. Waited for, not guessed in seconds.
+                    with trio.fail_after(120):  # only informers that stopped retrying wait this long
+                        while any(inf.reflector.stats.errors < e + 2 for inf, e in zip(informers, errors_before)):
+                            await trio.sleep(0.05)
+
+                await cluster.restart(signal.SIGKILL, while_down=every_informer_failed_a_retry)
                 await admin.create(CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                                 "metadata": {"name": "after", "namespace": NS}})
-                await wait_until_equal(informers, admin)
+                truth = await wait_until_equal(informers, admin)
+                assert "load/after" in truth
                 for inf, b in zip(informers, before):
                     assert inf.reflector.stats.watches + inf.reflector.stats.watch_lists > b
-
-                # While the server was down, the informers kept trying: the first attempts come at
-                # once (their watches broke), the retries after are spread by the backoff's jitter.
-                retries = [t - killed_at for t in cluster.informer_proxy.accepted if killed_at + 0.5 < t < back]
-                assert len(retries) >= 200, f"only {len(retries)} reconnect attempts while the server was down"
-                busiest = max(sum(1 for r in retries if lo <= r < lo + 0.1) for lo in retries)
-                assert busiest < 0.4 * len(retries), f"{busiest} of {len(retries)} retries within 100 ms"
+                    assert not inf.reflector.stats.fell_back
             nursery.cancel_scope.cancel()
     finally:
         cluster.stop()
@@ -285,7 +291,9 @@ async def test_a_herd_of_200_informers_spreads_its_reconnects(tmp_path: Path) ->
 async def test_shutdown_does_not_wait_on_informers_reconnecting(tmp_path: Path) -> None:
     """Watches end at SIGTERM and WatchList informers re-ask at once on their kept-alive connections;
     the server must still close those connections and exit without running out its grace period."""
-    cluster = Cluster(tmp_path / "kapi", "--shutdown-delay-duration", "0", "--shutdown-timeout", "5")
+    # A server that waits on them runs out its 10 s (its log says so) before stop_server's 15 s SIGKILL;
+    # one that does not exits long before, however loaded the machine.
+    cluster = Cluster(tmp_path / "kapi", "--shutdown-delay-duration", "0", "--shutdown-timeout", "10")
     try:
         async with trio.open_nursery() as nursery:
             cfg = await cluster.start(nursery)
