@@ -4,7 +4,8 @@ kube-apiserver runs mutating admission before a write's validation and validatin
 after it, both inside the update's retry loop (kube's ``rest.AdmissionToValidateObjectFunc`` and
 the update transformers). The registry calls an ``Admission`` given in the write's options at
 those points; what it is (the plugins, policies and webhooks of ``kapi.admission``, bound to one
-request's user) is above this layer. The server's own writes (bootstrap, controllers) pass none.
+request's user) is above this layer. The server's own writes (start-up objects, controllers) carry one
+too, bound to the user kube's client for them is (``kapi.controllers.writes``).
 """
 
 from __future__ import annotations
