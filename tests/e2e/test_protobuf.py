@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import ssl
-import threading
 import time
 from typing import Any
 
@@ -110,20 +109,18 @@ def test_protobuf_watch_stream_frame_by_frame(server: Server, namespace: str, sc
     sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {server.token}\r\n"
                  f"Accept: {PB}\r\n\r\n".encode())
 
-    def write() -> None:
-        time.sleep(0.3)
-        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w1"}}).encode()
-        server.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body,
-                       {"Content-Type": "application/json"})
-        server.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/w1")
-
-    threading.Thread(target=write, daemon=True).start()
     buf = b""
     while b"\r\n\r\n" not in buf:
         buf += sock.recv(65536)
     head, _, rest = buf.partition(b"\r\n\r\n")
     assert b" 200 " in head.split(b"\r\n")[0]
     assert f"content-type: {PB};stream=watch".encode() in head.lower()
+    # The headers come once the watch is open: the writes after them are its events, however slow the
+    # machine (a write on a timer could land before the watch began, and be missed by it).
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w1"}}).encode()
+    assert server.request("POST", f"/api/v1/namespaces/{namespace}/configmaps", body,
+                          {"Content-Type": "application/json"})[0] == 201
+    assert server.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps/w1")[0] == 200
     body = _dechunk_until(sock, rest, lambda b: _frames_seen(b, schema) >= 3)
     events = [(t, protobuf.decode_object(schema, o)) for t, o in protobuf.iter_watch_frames(body)]
     seen = [(t, o["metadata"]["name"]) for t, o in events]
