@@ -1,6 +1,7 @@
-"""API Priority and Fairness's bootstrap configuration: kube 1.34's mandatory and suggested objects as data.
+"""API Priority and Fairness's bootstrap configuration: kube 1.33's mandatory and suggested objects as data.
 
-kube's ``apiserver/pkg/apis/flowcontrol/bootstrap/default.go``, in the v1 wire shape (what a GET of
+kube 1.33's ``apiserver/pkg/apis/flowcontrol/bootstrap/default.go`` (the release kapi's /version
+names; 1.34 dropped endpoint-controller and workload-leader-election), in the v1 wire shape (what a GET of
 a fresh cluster's object shows, defaulting changes none of them). The mandatory ones (the ``exempt``
 and ``catch-all`` pair of each kind) are always kept as they are here; the suggested ones are the
 configuration a cluster starts with and may change (``kapi.server.apfbootstrap`` keeps them). Each
@@ -130,6 +131,17 @@ _SUGGESTED_FLOW_SCHEMAS: Final[tuple[Obj, ...]] = (
         "subjects": _users(KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER) + _kube_system_service_accounts("*"),
         "resourceRules": [
             _resource_rule(["get", "create", "update"], ["coordination.k8s.io"], ["leases"], ["*"], False)]}),
+    # leader election on Endpoints and ConfigMaps (kube's TODO(#80289): until only Leases are used)
+    _flow_schema("workload-leader-election", "leader-election", 200, "ByUser", {
+        "subjects": _kube_system_service_accounts("*"),
+        "resourceRules": [
+            _resource_rule(["get", "create", "update"], [""], ["endpoints", "configmaps"], ["*"], False),
+            _resource_rule(["get", "create", "update"], ["coordination.k8s.io"], ["leases"], ["*"], False)]}),
+    # the endpoints controllers' own writes, before workload-leader-election catches them
+    _flow_schema("endpoint-controller", "workload-high", 150, "ByUser", {
+        "subjects": _users(KUBE_CONTROLLER_MANAGER)
+        + _kube_system_service_accounts("endpoint-controller", "endpointslicemirroring-controller"),
+        "resourceRules": [_resource_rule(["get", "create", "update"], [""], ["endpoints"], ["*"], False)]}),
     _flow_schema("kube-controller-manager", "workload-high", 800, "ByNamespace",
                  _everything(_users(KUBE_CONTROLLER_MANAGER))),
     _flow_schema("kube-scheduler", "workload-high", 800, "ByNamespace", _everything(_users(KUBE_SCHEDULER))),
@@ -168,7 +180,8 @@ def suggested_priority_level_configurations() -> list[Obj]:
 
 def suggested_flow_schemas() -> list[Obj]:
     """kube's SuggestedFlowSchemas: system-nodes, system-node-high, probes, system-leader-election,
-    kube-controller-manager, kube-scheduler, kube-system-service-accounts, service-accounts, global-default."""
+    workload-leader-election, endpoint-controller, kube-controller-manager, kube-scheduler,
+    kube-system-service-accounts, service-accounts, global-default."""
     return _copies(_SUGGESTED_FLOW_SCHEMAS)
 
 

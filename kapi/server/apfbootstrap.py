@@ -52,7 +52,7 @@ _WRITE = WriteOptions(field_manager=FIELD_MANAGER)
 
 @dataclass(frozen=True, slots=True)
 class BootstrapConfiguration:
-    """The objects a pass keeps (kube 1.34's unless a test says otherwise)."""
+    """The objects a pass keeps (kube 1.33's unless a test says otherwise)."""
 
     mandatory_priority_levels: list[Obj] = field(default_factory=bootstrap.mandatory_priority_level_configurations)
     mandatory_flow_schemas: list[Obj] = field(default_factory=bootstrap.mandatory_flow_schemas)

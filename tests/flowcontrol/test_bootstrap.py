@@ -1,4 +1,4 @@
-"""APF's bootstrap configuration (issue 13): kube 1.34's objects as data, and the ensurer that keeps them."""
+"""APF's bootstrap configuration (issue 13): kube 1.33's objects as data, and the ensurer that keeps them."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ FS_TABLE = {
     "exempt": (1, "exempt", None),
     "probes": (2, "exempt", None),
     "system-leader-election": (100, "leader-election", "ByUser"),
+    "endpoint-controller": (150, "workload-high", "ByUser"),
+    "workload-leader-election": (200, "leader-election", "ByUser"),
     "system-node-high": (400, "node-high", "ByUser"),
     "system-nodes": (500, "system", "ByUser"),
     "kube-controller-manager": (800, "workload-high", "ByNamespace"),
@@ -253,8 +255,8 @@ async def test_changed_mandatory_is_restored_even_with_autoupdate_false(registry
 
 async def test_objects_no_longer_bootstrap_are_removed_when_autoupdating(registry: Registry) -> None:
     await ensure_apf_bootstrap(registry)
-    # what an older release shipped (workload-leader-election was dropped in 1.34), and two of the operator's
-    for name, marks in (("workload-leader-election", {ANNOTATION: "true"}), ("kept", {ANNOTATION: "false"}),
+    # what another release shipped (autoupdating, not in this one's set), and two of the operator's
+    for name, marks in (("retired", {ANNOTATION: "true"}), ("kept", {ANNOTATION: "false"}),
                         ("mine", None)):
         obj = _level(name, 4)
         if marks is None:
@@ -263,9 +265,9 @@ async def test_objects_no_longer_bootstrap_are_removed_when_autoupdating(registr
             obj["metadata"]["annotations"] = marks
         await registry.create(PL, "", obj, WriteOptions())
     done = await ensure_apf_bootstrap(registry)
-    assert done["PriorityLevelConfiguration/workload-leader-election"] == "delete"
+    assert done["PriorityLevelConfiguration/retired"] == "delete"
     with pytest.raises(errors.NotFound):
-        await _get(registry, PL, "workload-leader-election")
+        await _get(registry, PL, "retired")
     assert (await _get(registry, PL, "kept"))["metadata"]["name"] == "kept"
     assert (await _get(registry, PL, "mine"))["metadata"]["name"] == "mine"
 

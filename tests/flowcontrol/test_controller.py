@@ -1,4 +1,4 @@
-"""APF's configuration controller (issue 13): classification against kube 1.34's bootstrap
+"""APF's configuration controller (issue 13): classification against kube 1.33's bootstrap
 configuration, the levels' limits, Dangling FlowSchemas, live reconfiguration with requests queued,
 quiescing levels, borrowing of idle seats, and kube's dropped-requests tracker (Retry-After)."""
 
@@ -120,6 +120,19 @@ def classify(env: Env, who: UserInfo, method: str, path: str) -> tuple[str, str,
      ("system-leader-election", "leader-election", "system:kube-controller-manager")),
     (KUBE_SYSTEM_SA, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x",
      ("system-leader-election", "leader-election", KUBE_SYSTEM_SA.name)),
+    # leader election on ConfigMaps and Endpoints (kube 1.33's workload-leader-election), but the
+    # endpoints controllers' own writes (endpoint-controller, before it)
+    (KUBE_SYSTEM_SA, "PUT", "/api/v1/namespaces/kube-system/configmaps/lock",
+     ("workload-leader-election", "leader-election", KUBE_SYSTEM_SA.name)),
+    (KUBE_SYSTEM_SA, "GET", "/api/v1/namespaces/shop/endpoints/web",
+     ("workload-leader-election", "leader-election", KUBE_SYSTEM_SA.name)),
+    (KCM, "PUT", "/api/v1/namespaces/shop/endpoints/web", ("endpoint-controller", "workload-high", KCM.name)),
+    (UserInfo("system:serviceaccount:kube-system:endpoint-controller",
+              groups=("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated")),
+     "POST", "/api/v1/namespaces/shop/endpoints",
+     ("endpoint-controller", "workload-high", "system:serviceaccount:kube-system:endpoint-controller")),
+    (KUBE_SYSTEM_SA, "DELETE", "/api/v1/namespaces/kube-system/configmaps/lock",
+     ("kube-system-service-accounts", "workload-high", "kube-system")),
     (KUBELET, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
      ("system-node-high", "node-high", "system:node:n1")),
     (KUBELET, "PATCH", "/api/v1/nodes/n1/status", ("system-node-high", "node-high", "system:node:n1")),
@@ -167,7 +180,8 @@ async def test_memoised_candidates_keep_per_request_answers(bootstrapped: Env) -
 
 async def test_flow_schemas_in_matching_order(bootstrapped: Env) -> None:
     names = [fs.name for fs in bootstrapped.controller.flow_schemas]
-    assert names == ["exempt", "probes", "system-leader-election", "system-node-high", "system-nodes",
+    assert names == ["exempt", "probes", "system-leader-election", "endpoint-controller", "workload-leader-election",
+                     "system-node-high", "system-nodes",
                      "kube-controller-manager", "kube-scheduler", "kube-system-service-accounts",
                      "service-accounts", "global-default", "catch-all"]
 

@@ -329,6 +329,8 @@ async def test_tables(api: Api) -> None:
     assert [(c[0], c[1], c[2], c[3], c[5]) for c in rows] == [
         ("exempt", "exempt", 1, "<none>", "?"), ("probes", "exempt", 2, "<none>", "?"),
         ("system-leader-election", "leader-election", 100, "ByUser", "?"),
+        ("endpoint-controller", "workload-high", 150, "ByUser", "?"),
+        ("workload-leader-election", "leader-election", 200, "ByUser", "?"),
         ("system-node-high", "node-high", 400, "ByUser", "?"), ("system-nodes", "system", 500, "ByUser", "?"),
         ("kube-controller-manager", "workload-high", 800, "ByNamespace", "?"),
         ("kube-scheduler", "workload-high", 800, "ByNamespace", "?"),
