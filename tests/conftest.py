@@ -51,6 +51,6 @@ def require_e2e(what: str) -> None:
     a test that starts one unmarked would run twice, silently. Outside a test (a bench script) it passes.
     """
     if _RUNNING and _RUNNING[-1].get_closest_marker("e2e") is None:
-        pytest.fail(f"{_RUNNING[-1].nodeid} starts {what} but is not marked e2e: add "
+        pytest.fail(f"{_RUNNING[-1].nodeid} needs {what} but is not marked e2e: add "
                     "`pytestmark = pytest.mark.e2e` to its module (or mark the test), so that the "
                     "pure pass leaves it out", pytrace=False)

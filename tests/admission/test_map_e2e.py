@@ -12,7 +12,7 @@ from tests.e2e import conftest as _e2e
 from tests.e2e.conftest import Kubectl
 
 # the end-to-end fixtures, used by name
-server, namespace, kubectl133 = _e2e.server, _e2e.namespace, _e2e.kubectl133
+shared_server, server, namespace, kubectl133 = _e2e.shared_server, _e2e.server, _e2e.namespace, _e2e.kubectl133
 
 POLICY = """
 apiVersion: admissionregistration.k8s.io/v1beta1

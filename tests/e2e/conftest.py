@@ -88,11 +88,20 @@ def stop_server(server: Server, sig: int = signal.SIGTERM) -> int:
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One kapi serve (sqlite) shared by the end-to-end tests; each test uses its own namespace."""
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One kapi serve (sqlite) for the session; tests take it through ``server``."""
     srv = start_server(tmp_path_factory.mktemp("kapi"))
     yield srv
     stop_server(srv)
+
+
+@pytest.fixture
+def server(shared_server: Server) -> Server:
+    """The shared kapi serve; each test uses its own namespace. Checked per test: once started, the
+    session's server is handed out without another start_server, so that check alone would let an
+    unmarked test that comes after a marked one through."""
+    require_e2e("the session's shared kapi serve process")
+    return shared_server
 
 
 def kubectl_path(version: str) -> str | None:
