@@ -7,11 +7,17 @@ import json
 import time
 import uuid
 
+import pytest
+
 from .conftest import Kubectl
 
-FLOW_SCHEMAS = [  # kube 1.34's, in matching order: (name, priority level, precedence, distinguisher)
+pytestmark = pytest.mark.e2e
+
+FLOW_SCHEMAS = [  # kube 1.33's, in matching order: (name, priority level, precedence, distinguisher)
     ("exempt", "exempt", "1", "<none>"), ("probes", "exempt", "2", "<none>"),
     ("system-leader-election", "leader-election", "100", "ByUser"),
+    ("endpoint-controller", "workload-high", "150", "ByUser"),
+    ("workload-leader-election", "leader-election", "200", "ByUser"),
     ("system-node-high", "node-high", "400", "ByUser"), ("system-nodes", "system", "500", "ByUser"),
     ("kube-controller-manager", "workload-high", "800", "ByNamespace"),
     ("kube-scheduler", "workload-high", "800", "ByNamespace"),
