@@ -105,14 +105,18 @@ def watch(reg: Registry, res: Resource, namespace: str, opts: ListOptions,
     from_rev = None
     if opts.resource_version not in ("", "0"):
         from_rev = meta.parse_resource_version(opts.resource_version)
-    return _watch_events(reg, res, reg.prefix(res, namespace), sel, from_rev, initial_filter,
+    # sendInitialEvents=false: from storage's current revision, without the current objects (kube's etcd3 watch)
+    initial = opts.send_initial_events is not False
+    return _watch_events(reg, res, reg.prefix(res, namespace), sel, from_rev, initial, initial_filter,
                         reg.decode_metadata if metadata_only else reg.decode, initialized)
 
 
 async def _watch_events(reg: Registry, res: Resource, prefix: str, sel: Selection, from_rev: int | None,
-                        initial_filter: Callable[[bytes], bool] | None,
+                        initial: bool, initial_filter: Callable[[bytes], bool] | None,
                         decode: Callable[[Resource, KeyValue], Obj],
                         initialized: Callable[[], None] | None) -> AsyncIterator[tuple[str, Obj]]:
+    if from_rev is None and not initial:
+        from_rev = await reg.storage.current_revision()
     if from_rev is None:
         page = await reg.storage.list(prefix)
         from_rev = page.revision

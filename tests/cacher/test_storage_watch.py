@@ -100,3 +100,26 @@ async def test_invalid_watch_options_fail_before_the_stream(registry: Registry, 
         cacher.ready = True  # its options are checked before it is asked anything
     with pytest.raises(errors.BadRequest):
         await registry.watch_lines(res, "default", opts, deadline=trio.current_time() + 10)
+
+
+async def test_send_initial_events_false_starts_now_without_the_current_objects(registry: Registry) -> None:
+    """Issue 30: a storage-backed watch with sendInitialEvents=false (a client resuming from "now") sends no
+    ADDED for the objects already there, as kube's etcd3 watch; it sent them all."""
+    await put_configmaps(registry, 3)
+    res = registry.table.get("", "v1", "configmaps")
+    assert res is not None
+    events = registry.watch(res, "", ListOptions(send_initial_events=False, resource_version_match="NotOlderThan"))
+    got = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            async def write_later() -> None:
+                while len(registry.storage_routes) == 0:  # once the watch has started
+                    await trio.sleep(0.01)
+                await registry.storage.create("/registry/configmaps/default/late", codec.encode_value(
+                    {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "late", "namespace": "default"}}))
+            nursery.start_soon(write_later)
+            async for kind, obj in events:
+                got.append((kind, obj["metadata"]["name"]))
+                break
+    await events.aclose()  # type: ignore[attr-defined]
+    assert got == [("ADDED", "late")]
