@@ -22,7 +22,7 @@ from kapi.chain.authn import Authenticator
 from kapi.chain.authz import Authorizer
 from kapi.chain.context import RequestContext, RequestInfo, query_values
 from kapi.object.access import Attributes
-from kapi.object.listopts import ListOptions, parse_int64, parse_list_options
+from kapi.object.listopts import ListOptions, parse_list_options, query_bool, query_int64
 from kapi.object.managedfields.entries import manager_name
 from kapi.object.patch import PatchTarget, patcher_for
 from kapi.registry.resources import SUBRESOURCE_VERBS, Resource, ResourceTable
@@ -375,7 +375,7 @@ class Handlers:
         media = ctx.header("content-type").split(";", 1)[0].strip().lower()
         force = ctx.query.get("force")
         if media == _APPLY:
-            return await self._apply(ctx, res, force)
+            return await self._apply(ctx, res)
         forbidden = [errors.Cause("FieldValueForbidden", "Forbidden: may not be specified for non-apply patch",
                                   "force")] if force is not None else []
         opts = self._write_options(ctx, "PatchOptions", forbidden)
@@ -433,14 +433,14 @@ class Handlers:
                                                        info.subresource)
         return self._respond(result, out)
 
-    async def _apply(self, ctx: RequestContext, res: Resource, force: str | None) -> Response:
+    async def _apply(self, ctx: RequestContext, res: Resource) -> Response:
         """Server-side apply: the body is the manager's whole intent, merged by the registry."""
         info = ctx.info
         required = [] if ctx.query.get("fieldManager") else [errors.Cause(
             "FieldValueRequired", "Required value: is required for apply patch", "fieldManager")]
         opts = self._write_options(ctx, "PatchOptions", required)
         out = self._out(ctx, res)
-        forced = _parse_bool("force", force) if force is not None else False
+        forced = query_bool(ctx.query, "force")
         if info.subresource not in ("", "status", "scale"):
             raise errors.MethodNotAllowed(f"server-side apply is not served for the {info.subresource} subresource")
         mode = self._field_validation(ctx)
@@ -476,13 +476,15 @@ class Handlers:
                 raise errors.BadRequest("DeleteOptions must be a JSON object")
             typed.check(self.schema, _DELETE_OPTIONS, body)
         q = ctx.query
+        # As kube's conversion of the query: a bool present is true unless "0" or "false" (the empty
+        # string too), an int64 present must parse.
         grace: int | None = body.get("gracePeriodSeconds")
         if "gracePeriodSeconds" in q:
-            grace = parse_int64(q["gracePeriodSeconds"])
+            grace = query_int64(q, "gracePeriodSeconds")
         policy = q.get("propagationPolicy") or body.get("propagationPolicy") or ""
         orphan = body.get("orphanDependents")
         if "orphanDependents" in q:
-            orphan = q["orphanDependents"] in ("1", "true", "True")
+            orphan = query_bool(q, "orphanDependents")
         pre = body.get("preconditions") or {}
         dry_values = _dry_run_values(ctx) or [d for d in body.get("dryRun") or [] if isinstance(d, str)]
         causes = []
@@ -497,7 +499,7 @@ class Handlers:
         dry = "All" if dry_values else ""
         unsafe = body.get("ignoreStoreReadErrorWithClusterBreakingPotential") is True
         if _UNSAFE_DELETE in q:
-            unsafe = _parse_bool(_UNSAFE_DELETE, q[_UNSAFE_DELETE])
+            unsafe = query_bool(q, _UNSAFE_DELETE)
         return DeleteOptions(dry_run=bool(dry), grace_period_s=grace, propagation_policy=policy,
                              orphan_dependents=orphan, precondition_uid=pre.get("uid") or "",
                              precondition_rv=pre.get("resourceVersion") or "", ignore_store_read_error=unsafe,
@@ -523,12 +525,12 @@ class Handlers:
 
     async def deletecollection(self, ctx: RequestContext, res: Resource) -> Response:
         info = ctx.info
+        list_opts = parse_list_options(ctx.query)  # kube reads the list options first
         opts = self._delete_options(ctx)
         if opts.ignore_store_read_error:
             raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [errors.Cause(
                 "FieldValueInvalid", "Invalid value: true: is not allowed with DELETECOLLECTION, try again "
                 "after removing the option", _UNSAFE_DELETE)])
-        list_opts = parse_list_options(ctx.query)
         out = self._out(ctx, res)
         page = await self.registry.delete_collection(res, info.namespace, list_opts, opts)
         return self._list_body(res, list(page.items), {"resourceVersion": str(page.revision)}, out)
@@ -545,8 +547,10 @@ class Handlers:
         opts = parse_list_options(query)
         out = self._out(ctx, res, allow_as=("Table",),
                                       include_object=ctx.query.get("includeObject", ""))
+        # As kube: 0 (or none) is the server's randomised default; a negative value is kept, a deadline
+        # already past, so that the watch ends at once.
         timeout = opts.timeout_seconds
-        if timeout is None or timeout <= 0:
+        if not timeout:
             timeout = int(self.min_request_timeout_s * (1 + random.random()))
         deadline = trio.current_time() + timeout
         proto = out.media_type == PROTOBUF
@@ -625,8 +629,6 @@ def cost_warning(res: Resource, opts: ListOptions, page: Page) -> str:
 
 _HTTP_METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"))
 _UNSAFE_DELETE = "ignoreStoreReadErrorWithClusterBreakingPotential"
-_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
-             "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
 
 
 def _run_once(callbacks: list[Callable[[], None]]) -> None:
@@ -639,14 +641,6 @@ def _dry_run_values(ctx: RequestContext) -> list[str]:
     """The query's dryRun values, each one (kube's []string option); none when the only one is empty."""
     values = query_values(ctx.query_string, "dryRun") if ctx.query.get("dryRun") is not None else []
     return values if any(values) else []
-
-
-def _parse_bool(name: str, value: str) -> bool:
-    """A boolean query parameter as Go's strconv.ParseBool reads it; 400 otherwise."""
-    if value not in _GO_BOOLS:
-        raise errors.BadRequest(f'{name}: invalid value "{value}": strconv.ParseBool: parsing "{value}": '
-                                "invalid syntax")
-    return _GO_BOOLS[value]
 
 
 def _list_items(res: Resource, objs: list[Obj]) -> list[Obj]:

@@ -12,6 +12,7 @@ import orjson
 
 from kapi import errors
 from kapi.object.meta import parse_resource_version
+from kapi.object.validation.fields import field_forbidden, field_not_supported
 
 TOKEN_VERSION = "meta.k8s.io/v1"
 
@@ -109,58 +110,82 @@ def query_bool(query: dict[str, str], name: str) -> bool:
     return value is not None and value != "0" and value.lower() != "false"
 
 
-def _list_options_invalid(field: str, value: str, detail: str) -> errors.Invalid:
-    cause = errors.Cause(reason="FieldValueInvalid" if value else "FieldValueForbidden",
-                         message=detail, field=field)
-    return errors.Invalid(f'ListOptions.meta.k8s.io "" is invalid: {field}: {detail}',
-                          group="meta.k8s.io", kind="ListOptions", causes=[cause])
+def query_int64(query: dict[str, str], name: str) -> int | None:
+    """An int64 query parameter as kube reads it (``runtime.Convert_Slice_string_To_Pointer_int64``):
+    absent is None; present, it must parse, so an empty value is refused as ParseInt("") refuses it.
+
+    Raises:
+        BadRequest: with Go's message, as kube-apiserver answers a conversion error.
+    """
+    value = query.get(name)
+    return None if value is None else parse_int64(value)
+
+
+def _validate(opts: ListOptions) -> list[errors.Cause]:
+    """kube's ValidateListOptions (with WatchList on): every refusal, in kube's order."""
+    match = opts.resource_version_match
+    sie = opts.send_initial_events
+    causes: list[errors.Cause] = []
+    if opts.watch:
+        if sie is not None and match != "NotOlderThan":
+            causes.append(field_forbidden("resourceVersionMatch",
+                                          "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if match:
+            if sie is None:
+                causes.append(field_forbidden(
+                    "resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents "
+                    "is provided"))
+            if match != "NotOlderThan":
+                causes.append(field_not_supported("resourceVersionMatch", match, ["NotOlderThan"]))
+            if opts.continue_token:
+                causes.append(field_forbidden("resourceVersionMatch",
+                                              "resourceVersionMatch is forbidden when continue is provided"))
+        return causes
+    if match:
+        if not opts.resource_version:
+            causes.append(field_forbidden("resourceVersionMatch",
+                                          "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+        if opts.continue_token:
+            causes.append(field_forbidden("resourceVersionMatch",
+                                          "resourceVersionMatch is forbidden when continue is provided"))
+        if match not in ("Exact", "NotOlderThan"):
+            causes.append(field_not_supported("resourceVersionMatch", match, ["Exact", "NotOlderThan", ""]))
+        if match == "Exact" and opts.resource_version == "0":
+            causes.append(field_forbidden("resourceVersionMatch",
+                                          'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    if sie is not None:
+        causes.append(field_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
+    return causes
 
 
 def parse_list_options(query: dict[str, str]) -> ListOptions:
-    """Build and validate ListOptions from a query (SEMANTICS §1.1)."""
-    # kube-apiserver converts both with strconv.ParseInt(s, 10, 64) and answers its error as 400.
-    limit = max(parse_int64(query["limit"]), 0) if query.get("limit") else 0
-    timeout = parse_int64(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None
-    sie: bool | None = None
-    if "sendInitialEvents" in query:
-        sie = query_bool(query, "sendInitialEvents")
+    """Build and validate ListOptions from a query (SEMANTICS §1.1).
+
+    Raises:
+        BadRequest: a parameter that does not convert (kube's ParameterCodec), then storage's refusals
+            of resourceVersion and continue.
+        Invalid: kube's ValidateListOptions, between the two.
+    """
+    # kube converts in its field order, timeoutSeconds before limit: the first refusal is the answer.
+    timeout = query_int64(query, "timeoutSeconds")
+    limit = query_int64(query, "limit") or 0
     opts = ListOptions(
         resource_version=query.get("resourceVersion", ""),
         resource_version_match=query.get("resourceVersionMatch", ""),
-        limit=limit,
+        limit=max(limit, 0),  # kube lists everything for a negative limit, as for none
         continue_token=query.get("continue", ""),
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
         watch=query_bool(query, "watch"),
         allow_watch_bookmarks=query_bool(query, "allowWatchBookmarks"),
-        send_initial_events=sie,
+        send_initial_events=query_bool(query, "sendInitialEvents") if "sendInitialEvents" in query else None,
         timeout_seconds=timeout,
     )
+    causes = _validate(opts)
+    if causes:
+        raise errors.invalid("ListOptions", "meta.k8s.io", "", causes)
     if opts.resource_version and opts.resource_version != "0":
         parse_resource_version(opts.resource_version)
-    match = opts.resource_version_match
-    if match:
-        if not opts.resource_version and not (opts.watch and sie is not None):
-            raise _list_options_invalid("resourceVersionMatch", "",
-                                        "resourceVersionMatch is forbidden unless resourceVersion is provided")
-        if opts.continue_token:
-            raise _list_options_invalid("resourceVersionMatch", "",
-                                        "resourceVersionMatch is forbidden when continue is provided")
-        if match not in ("Exact", "NotOlderThan"):
-            raise _list_options_invalid(
-                "resourceVersionMatch", match,
-                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"')
-        if match == "Exact" and opts.resource_version == "0":
-            raise _list_options_invalid("resourceVersionMatch", match,
-                                        'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
-    if sie is not None and not opts.watch:
-        raise _list_options_invalid("sendInitialEvents", "", "sendInitialEvents is forbidden for list")
-    if sie is not None and match != "NotOlderThan":
-        raise _list_options_invalid("resourceVersionMatch", "",
-                                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
-    if opts.watch and match and sie is None:
-        raise _list_options_invalid("resourceVersionMatch", "",
-                                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
     if opts.continue_token and opts.resource_version not in ("", "0"):
         raise errors.BadRequest('specifying resource version is not allowed when using continue')
     return opts

@@ -23,7 +23,7 @@ from kapi.cacher.watcher import WatchCounts
 from kapi.encoding import codec
 from kapi.metrics import Metrics
 from kapi.object import meta
-from kapi.object.listopts import ListOptions, parse_int64
+from kapi.object.listopts import ListOptions, query_int64
 from kapi.object.managedfields.update import is_reset, update_managed_fields
 from kapi.object.schema import Schema, go_roundtrip, load_builtin
 from kapi.object.selectors import FieldSelector, LabelSelector, parse_field_selector, parse_label_selector
@@ -322,6 +322,10 @@ class Registry:
 
     async def create(self, res: Resource, namespace: str, obj: Obj, opts: WriteOptions) -> Obj:
         obj = self._prepare_create(res, namespace, obj)
+        # kube's create handler records the decoded body's fields before mutating admission and the store's
+        # PrepareForCreate: what those add (a pod's service account, a Job's selector, a namespace's
+        # finalizer) is no manager's
+        self._track_fields(res, None, obj, opts, "")
         if opts.admission is not None:
             obj = await self._mutate(res, CREATE, "", namespace, obj, None, opts.admission, opts.dry_run)
         self._fill_system_fields(res, obj)
@@ -334,7 +338,6 @@ class Registry:
             await opts.admission.validate(AdmissionRequest(CREATE, res, "", namespace, md["name"], obj, None,
                                                            opts.dry_run))
         await res.strategy.authorize_write(obj, None, opts)
-        self._track_fields(res, None, obj, opts, "")
         await res.strategy.before_create(obj, self._allocation(res))
         if opts.dry_run:
             md.pop("resourceVersion", None)
@@ -365,8 +368,8 @@ class Registry:
 
     @staticmethod
     def _fill_system_fields(res: Resource, obj: Obj) -> None:
-        """kube's Store.Create after admission: uid, creation time and a generated name, then what the
-        kind derives from them (a Job's generated selector)."""
+        """kube's Store.Create after admission: uid, creation time and a generated name, then the rest of
+        the kind's PrepareForCreate (a Job's generated selector, a namespace's finalizer)."""
         md = obj["metadata"]
         if not md.get("name") and md.get("generateName"):
             md["name"] = meta.generate_name(str(md["generateName"]))
@@ -785,7 +788,7 @@ class Registry:
         if cacher is None:
             return False
         try:
-            limit = max(parse_int64(query["limit"]), 0) if query.get("limit") else 0
+            limit = max(query_int64(query, "limit") or 0, 0)
         except errors.BadRequest:
             return False  # refused before anything is read
         opts = ListOptions(resource_version=query.get("resourceVersion", ""),
