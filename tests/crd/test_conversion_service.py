@@ -21,6 +21,7 @@ from cryptography.x509.oid import NameOID
 from kapi import errors
 from kapi.apis.crdconversion import conversion_for, registry_service_resolver
 from kapi.chain.webhookclient import WebhookClient
+from kapi.encoding import codec
 from kapi.registry.store import WriteOptions
 from kapi.server.serve import Server
 from tests.chain.test_webhooks import Pki, Webhook
@@ -100,11 +101,11 @@ async def test_a_service_reference_goes_to_its_endpoints(server: Server, tmp_pat
             await resolve("hooks", "nothere", 8443)
         with pytest.raises(errors.ServiceUnavailable, match="no service port 1 found"):
             await resolve("hooks", "hook", 1)
-        await reg.create(endpoints, "hooks", {"apiVersion": "v1", "kind": "Endpoints",
-                                              "metadata": {"name": "hook", "namespace": "hooks"},
-                                              "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
-                                                           "ports": [{"name": "https", "port": port}]}]},
-                         WriteOptions())
+        # The hook listens on loopback, which the API refuses in an Endpoints (kube's validateEndpointAddress,
+        # issue 30): stored as it is, around the API's validation.
+        await reg.storage.create(reg.key(endpoints, "hooks", "hook"), codec.encode_value({
+            "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "hook", "namespace": "hooks"},
+            "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": port}]}]}))
         assert await resolve("hooks", "hook", 8443) == ("127.0.0.1", port)
 
         spec = {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {

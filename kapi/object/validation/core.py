@@ -15,7 +15,7 @@ from kapi.object.validation.fields import (FIELD_IMMUTABLE, Obj, REASON_DUPLICAT
     field_not_supported, field_required, field_too_long, go_quote, unique_causes)
 from kapi.object.validation.meta import _validate_kube_finalizer, _validate_label_selector, validate_labels
 from kapi.object.validation.names import (_blen, _ip_errors, _is_ipv6, is_config_map_key, is_dns1123_label,
-    is_dns1123_subdomain, is_qualified_name, is_valid_label_value, is_valid_port_num)
+    is_dns1123_subdomain, is_qualified_name, is_valid_label_value, is_valid_port_num, non_special_ip_errors)
 from kapi.object.validation.pods import _spec_diff
 from kapi.object.validation.quantity import QUANTITY_FORMAT_ERROR, _quantity_text, parse_quantity
 
@@ -159,7 +159,9 @@ def _service_spec(obj: Obj) -> list[Cause]:
         errs.append(field_forbidden("spec.sessionAffinityConfig", "must not be set when session affinity is None"))
     errs.extend(_service_cluster_ips(spec))
     for i, ip in enumerate(_l(spec.get("externalIPs"))):
-        errs.extend(_ip_errors(f"spec.externalIPs[{i}]", _s(ip)))
+        # kube: the special ranges are checked only on an IP of valid form.
+        errs.extend(_ip_errors(f"spec.externalIPs[{i}]", _s(ip)) or non_special_ip_errors(f"spec.externalIPs[{i}]",
+                                                                                      _s(ip)))
     if not stype:
         errs.append(field_required("spec.type"))
     elif stype not in _SERVICE_TYPES:
@@ -254,7 +256,7 @@ def validate_endpoints(obj: Obj) -> list[Cause]:
             errs.append(field_required(p, "must specify `addresses` or `notReadyAddresses`"))
         for key in ("addresses", "notReadyAddresses"):
             for j, addr in enumerate(_l(subset.get(key))):
-                errs.extend(_ip_errors(f"{p}.{key}[{j}].ip", _s(_d(addr).get("ip"))))
+                errs.extend(_endpoint_address(f"{p}.{key}[{j}]", _d(addr)))
         ports = _l(subset.get("ports"))
         for j, port in enumerate(ports):
             port = _d(port)
@@ -267,6 +269,19 @@ def validate_endpoints(obj: Obj) -> list[Cause]:
             errs.extend(field_invalid(f"{pp}.port", number, m) for m in is_valid_port_num(number))
             errs.extend(_validate_protocol(port.get("protocol"), f"{pp}.protocol"))
     return errs
+
+
+def _endpoint_address(path: str, address: Obj) -> list[Cause]:
+    """kube's validateEndpointAddress: the IP's form, hostname, nodeName, then no special IP (even after a bad form)."""
+    ip = _s(address.get("ip"))
+    errs = _ip_errors(f"{path}.ip", ip)
+    hostname = _s(address.get("hostname"))
+    if hostname:
+        errs.extend(field_invalid(f"{path}.hostname", hostname, m) for m in is_dns1123_label(hostname))
+    node = address.get("nodeName")
+    if isinstance(node, str):
+        errs.extend(field_invalid(f"{path}.nodeName", node, m) for m in is_dns1123_subdomain(node))
+    return errs + non_special_ip_errors(f"{path}.ip", ip)
 
 
 @unique_causes

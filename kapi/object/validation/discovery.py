@@ -7,7 +7,8 @@ import ipaddress
 from kapi.errors import Cause
 from kapi.object.validation.fields import (REASON_TOO_MANY, Obj, _d, _immutable, _l, _s, field_duplicate,
     field_invalid, field_not_supported, field_required, unique_causes)
-from kapi.object.validation.names import is_dns1123_label, is_dns1123_subdomain, is_qualified_name
+from kapi.object.validation.names import (is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
+    non_special_ip_errors)
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
@@ -21,22 +22,6 @@ def _too_many(path: str, actual: int, limit: int) -> Cause:
     return Cause(reason=REASON_TOO_MANY, message=f"Too many: {actual}: must have at most {limit} items", field=path)
 
 
-def _non_special_ip(path: str, value: str) -> list[Cause]:
-    ip = ipaddress.ip_address(value)
-    errs: list[Cause] = []
-    if ip.is_unspecified:
-        errs.append(field_invalid(path, value, f"may not be unspecified ({value})"))
-    if ip.is_loopback:
-        errs.append(field_invalid(path, value, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
-    if ip.is_link_local and not ip.is_multicast:
-        errs.append(field_invalid(path, value, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
-    if ip.is_multicast and (ip in ipaddress.ip_network("224.0.0.0/24") if ip.version == 4
-                            else ip in ipaddress.ip_network("ff02::/16")):
-        errs.append(field_invalid(path, value,
-                                  "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"))
-    return errs
-
-
 def _address(path: str, address: str, address_type: str) -> list[Cause]:
     if address_type in ("IPv4", "IPv6"):
         try:
@@ -46,7 +31,7 @@ def _address(path: str, address: str, address_type: str) -> list[Cause]:
         want = 4 if address_type == "IPv4" else 6
         if ip is None or ip.version != want:
             return [field_invalid(path, address, f"must be a valid {address_type} address")]
-        return _non_special_ip(path, address)
+        return non_special_ip_errors(path, address)
     if address_type == "FQDN":
         if not address:
             return [field_required(path, "")]

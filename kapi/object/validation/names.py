@@ -205,20 +205,65 @@ def validate_name(rule: str, name: str, prefix: bool = False) -> list[str]:
     return is_dns1123_subdomain(name)
 
 
-def _is_valid_ip(value: str) -> bool:
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+_LEADING_ZEROS_V4 = re.compile(r"[0-9]+(\.[0-9]+){3}")
+
+
+def parse_ip_sloppy(value: str) -> IPAddress | None:
+    """An IP as kube's ``netutils.ParseIPSloppy`` reads it (Go's legacy ``net.ParseIP``); None if it is not one.
+
+    Unlike Python's parser it takes IPv4 octets with leading zeros ("010.0.0.1" is 10.0.0.1) and
+    refuses an IPv6 zone ("fe80::1%eth0").
+    """
+    if "%" in value:
+        return None
     try:
-        ipaddress.ip_address(value)
+        return ipaddress.ip_address(value)
     except ValueError:
-        # Go's legacy parser accepts IPv4 with leading zeros ("010.0.0.1").
-        return bool(re.fullmatch(r"(\d{1,3})(\.\d{1,3}){3}", value)) and all(
-            int(p) < 256 for p in value.split("."))
-    return True
+        pass
+    if not _LEADING_ZEROS_V4.fullmatch(value):
+        return None
+    octets = [int(p) for p in value.split(".")]
+    return ipaddress.IPv4Address(bytes(octets)) if all(o < 256 for o in octets) else None
+
+
+def _is_valid_ip(value: str) -> bool:
+    return parse_ip_sloppy(value) is not None
 
 
 def _ip_errors(path: str, value: str) -> list[Cause]:
     if _is_valid_ip(value):
         return []
     return [field_invalid(path, value, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)")]
+
+
+def non_special_ip_errors(path: str, value: str) -> list[Cause]:
+    """kube's ValidateNonSpecialIP, for Endpoints' and EndpointSlices' addresses and Services' externalIPs:
+    no unspecified, loopback, link-local or link-local multicast address (an IPv4-mapped IPv6 one as its IPv4)."""
+    ip = parse_ip_sloppy(value)
+    if ip is None:
+        return [field_invalid(path, value, "must be a valid IP address")]
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # Go's net.IP is 16 bytes for both: its checks see ::ffff:127.0.0.1 as 127.0.0.1
+    errs: list[Cause] = []
+    if ip.is_unspecified:
+        errs.append(field_invalid(path, value, f"may not be unspecified ({value})"))
+    if ip.is_loopback:
+        errs.append(field_invalid(path, value, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
+    if ip.is_link_local:
+        errs.append(field_invalid(path, value, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
+    if _is_link_local_multicast(ip):
+        errs.append(field_invalid(path, value,
+                                  "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"))
+    return errs
+
+
+def _is_link_local_multicast(ip: IPAddress) -> bool:
+    """Go's IsLinkLocalMulticast: 224.0.0.0/24, or ff02::/16 with any flags (ff12::, ff32::, ...)."""
+    raw = ip.packed
+    if ip.version == 4:
+        return raw[:3] == b"\xe0\x00\x00"
+    return raw[0] == 0xFF and raw[1] & 0x0F == 0x02
 
 
 def _is_ipv6(value: str) -> bool:
