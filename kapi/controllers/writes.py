@@ -114,6 +114,17 @@ class Writer:
             call.done(out, 200)
         return out
 
+    async def apply(self, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions, *,
+                    force: bool, subresource: str = "") -> tuple[Obj, bool]:
+        """A server-side apply of ``config`` by ``opts.field_manager`` (a PATCH of
+        ``application/apply-patch+yaml``), as ``Registry.apply``; returns (object, created)."""
+        call = _Call(self, "patch", res, namespace, name, subresource, config)
+        async with call:
+            out, created = await self.registry.apply(res, namespace, name, config, self._options(opts, call),
+                                                     force=force, subresource=subresource)
+            call.done(out, 201 if created else 200)
+        return out, created
+
     async def delete(self, res: Resource, namespace: str, name: str,
                      opts: DeleteOptions = DeleteOptions()) -> DeleteResult:
         call = _Call(self, "delete", res, namespace, name, "", _delete_options(opts))

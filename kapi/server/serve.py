@@ -293,9 +293,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await _caught_up(registry)
         if app.chain.flowcontrol is not None:
             # Its configuration digested before the first request is served; restarted, it keeps its
-            # levels (and their queued requests) and digests again.
-            await services.start(partial(supervise, "API Priority and Fairness", app.chain.flowcontrol.controller.run,
-                                         restart=True))
+            # levels (and their queued requests) and digests again. FlowSchema status is the loopback
+            # client's server-side apply, admitted and audited as system:apiserver's (kube's apf_controller).
+            await services.start(partial(supervise, "API Priority and Fairness", partial(
+                app.chain.flowcontrol.controller.run, status_writer=loopback), restart=True))
             # The object counts of the resources without a watch cache (their LIST estimates; kube's count poll)
             await services.start(partial(supervise, "object counts", registry.track_object_counts, restart=True))
         await services.start(partial(supervise, "customresourcedefinition controller", crds.run, restart=True))

@@ -5,6 +5,8 @@ quiescing levels, borrowing of idle seats, and kube's dropped-requests tracker (
 from __future__ import annotations
 
 import copy
+import logging
+from functools import partial
 from typing import Any, AsyncIterator, Callable
 
 import pytest
@@ -15,11 +17,12 @@ from kapi.apis import flowcontrolbootstrap as boot
 from kapi.apis.flowcontrol import FLOW_SCHEMAS, PRIORITY_LEVEL_CONFIGURATIONS
 from kapi.chain.context import new_request_info
 from kapi.chain.flowcontrol import CONCURRENCY_LIMIT, Rejected, RequestDump, WorkEstimate
-from kapi.chain.flowcontrol.controller import MEMO_LIMIT, Controller, DroppedRequests
+from kapi import errors
+from kapi.chain.flowcontrol.controller import FIELD_MANAGER, MEMO_LIMIT, Controller, DroppedRequests
 from kapi.metrics import Metrics
 from kapi.object.access import UserInfo
 from kapi.registry.informer import Informers
-from kapi.registry.resources import ResourceTable
+from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import Registry, WriteOptions
 from kapi.storage.memory import MemoryStorage
 
@@ -84,7 +87,9 @@ async def eventually(check: Callable[[], Any], tries: int = 500) -> Any:
     raise AssertionError("condition never held")
 
 
-async def make_env(nursery: trio.Nursery, objects: list[Obj], server_limit: int = 600) -> Env:
+async def make_env(nursery: trio.Nursery, objects: list[Obj], server_limit: int = 600,
+                   status_writer: Callable[[Registry], Any] | None = None) -> Env:
+    """``status_writer``: made from the registry, what the controller writes status with (None: the registry)."""
     storage = MemoryStorage()
     await nursery.start(storage.run)
     registry = Registry(storage, ResourceTable(BUILTIN))
@@ -94,7 +99,7 @@ async def make_env(nursery: trio.Nursery, objects: list[Obj], server_limit: int 
     informers = Informers(registry)
     controller = Controller(informers, registry, server_concurrency_limit=server_limit, metrics=Metrics())
     await nursery.start(informers.run)
-    await nursery.start(controller.run)
+    await nursery.start(partial(controller.run, status_writer=status_writer(registry) if status_writer else None))
     return Env(registry, controller)
 
 
@@ -298,6 +303,97 @@ async def test_status_writes_bounded_per_minute(nursery: trio.Nursery, autojump_
     controller._digest([], [fs])
     assert await controller._write_status() is None
     assert (await registry.get(FLOW_SCHEMAS, "", "orphan"))["metadata"]["resourceVersion"] != versions[-1]
+
+
+async def test_status_is_a_forced_apply_by_the_config_consumer(nursery: trio.Nursery) -> None:
+    """kube's apply(): ApplyStatus of the Dangling condition alone, fieldManager
+    api-priority-and-fairness-config-consumer-v1, force: a Dangling condition another manager applied is
+    taken over, the other conditions stay theirs."""
+    env = await make_env(nursery, [])
+    await env.create_fs("orphan", "later", 50, [{"kind": "User", "user": {"name": "worker"}}])
+    await eventually(lambda: env.controller.digests > 1)
+    mine = {"apiVersion": boot.API_VERSION, "kind": "FlowSchema", "metadata": {"name": "orphan"},
+            "status": {"conditions": [{"type": "Dangling", "status": "Unknown", "reason": "Mine", "message": "m"},
+                                      {"type": "Other", "status": "True", "reason": "Mine", "message": "m"}]}}
+    await env.registry.apply(FLOW_SCHEMAS, "", "orphan", mine, WriteOptions(field_manager="someone"), force=True,
+                             subresource="status")
+
+    async def written() -> Obj | None:
+        obj = await env.registry.get(FLOW_SCHEMAS, "", "orphan")
+        cond = _dangling(obj)
+        return obj if cond and cond["reason"] == "NotFound" else None
+
+    obj = None
+    for _ in range(500):
+        obj = await written()
+        if obj:
+            break
+        await trio.sleep(0.01)
+    assert obj is not None
+    assert [(c["type"], c["status"]) for c in obj["status"]["conditions"]] == [("Dangling", "True"),
+                                                                              ("Other", "True")]
+    managers = {(m["manager"], m["operation"], m.get("subresource")): m for m in obj["metadata"]["managedFields"]}
+    consumer = managers[(FIELD_MANAGER, "Apply", "status")]
+    assert consumer["fieldsV1"] == {"f:status": {"f:conditions": {'k:{"type":"Dangling"}': {
+        ".": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}}
+    assert managers[("someone", "Apply", "status")]["fieldsV1"] == {"f:status": {"f:conditions": {
+        'k:{"type":"Dangling"}': {".": {}, "f:type": {}},  # the key both applied stays shared
+        'k:{"type":"Other"}': {".": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}}
+
+
+class RefusingWriter:
+    """Refuses the first writes as admission would (a policy, a webhook down) or fails unexpectedly,
+    then writes through the registry."""
+
+    def __init__(self, registry: Registry, refusals: list[Exception]) -> None:
+        self.registry = registry
+        self.refusals = refusals
+        self.calls: list[tuple[str, str, bool, str]] = []
+
+    async def apply(self, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions, *,
+                    force: bool, subresource: str = "") -> tuple[Obj, bool]:
+        self.calls.append((name, opts.field_manager or "", force, subresource))
+        if self.refusals:
+            raise self.refusals.pop(0)
+        return await self.registry.apply(res, namespace, name, config, opts, force=force, subresource=subresource)
+
+
+async def test_refused_status_writes_are_logged_and_retried(nursery: trio.Nursery,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """The status writer the controller is given refuses (a policy's 422, a webhook down's 500, a failure that
+    is no API error): each is logged and the write tried again; the controller goes on classifying."""
+    caplog.set_level(logging.WARNING, "kapi.chain.flowcontrol")
+    writers: list[RefusingWriter] = []
+
+    def refusing(registry: Registry) -> RefusingWriter:
+        writers.append(RefusingWriter(registry, [
+            errors.invalid("FlowSchema", "flowcontrol.apiserver.k8s.io", "orphan", []),
+            errors.InternalError('Internal error occurred: failed calling webhook "down.example.com": '
+                                 'connection refused'),
+            RuntimeError("unexpected")]))
+        return writers[-1]
+
+    env = await make_env(nursery, [], status_writer=refusing)
+    writer, = writers
+    assert env.controller.status_writer is writer
+    await env.create_fs("orphan", "later", 50, [{"kind": "User", "user": {"name": "worker"}}])
+
+    async def condition() -> Obj | None:
+        return _dangling(await env.registry.get(FLOW_SCHEMAS, "", "orphan"))
+
+    cond = None
+    for _ in range(1000):
+        cond = await condition()
+        if cond:
+            break
+        await trio.sleep(0.01)
+    assert cond is not None and cond["reason"] == "NotFound"
+    assert writer.calls == [("orphan", FIELD_MANAGER, True, "status")] * 4
+    failures = [r for r in caplog.records if "failed to set a status.condition for FlowSchema orphan" in r.getMessage()]
+    assert len(failures) == 3
+    assert "failed calling webhook" in failures[1].getMessage()
+    assert failures[2].exc_info is not None  # not an API error: its traceback is logged
+    assert classify(env, WORKER, "GET", "/api/v1/pods")[0] == "catch-all"
 
 
 WORK_LEVEL = {"type": "Limited", "limited": {

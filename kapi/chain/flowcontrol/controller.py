@@ -10,6 +10,13 @@ A level's queue set lives as long as the level: a change reconfigures it live an
 requests. Every 10 s the current limits are redistributed from the levels' seat demand
 (``concurrency.update_borrowing``). ``classify`` walks FlowSchemas compiled at digest time
 (``match``), in matchingPrecedence order then name.
+
+FlowSchema status is written as kube's apiserver writes it through its loopback client: a server-side
+apply of the ``Dangling`` condition to ``flowschemas/<name>/status``, forced, by the field manager
+``api-priority-and-fairness-config-consumer-v1``. The controller is given what it writes with
+(``StatusWriter``, to ``run``): the server gives its ``system:apiserver`` writer, so each write is
+admitted and audited; alone (tests) it writes through the registry. A refused or failed write is
+logged and tried again, as any failed sync in kube is requeued.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
 
 import trio
 
@@ -42,9 +49,10 @@ if TYPE_CHECKING:
     from kapi.metrics import Metrics
     from kapi.object.access import UserInfo
     from kapi.registry.informer import Informer, Informers, Item
+    from kapi.registry.resources import Resource
     from kapi.registry.store import Registry
 
-__all__ = ["Controller", "DroppedRequests", "PriorityLevel", "BORROWING_PERIOD_S", "FIELD_MANAGER"]
+__all__ = ["Controller", "DroppedRequests", "PriorityLevel", "StatusWriter", "BORROWING_PERIOD_S", "FIELD_MANAGER"]
 
 log = logging.getLogger("kapi.chain.flowcontrol")
 Obj = dict[str, Any]
@@ -61,6 +69,15 @@ MEMO_LIMIT = 4096  # users whose candidate FlowSchemas classify() keeps between 
 # v1's defaults, for an object stored before defaulting
 _DEFAULT_SHARES = 30
 _DEFAULT_QUEUING = {"queues": 64, "handSize": 8, "queueLengthLimit": 50}
+
+
+class StatusWriter(Protocol):
+    """What FlowSchema status is written with: a server-side apply (kube's ``ApplyStatus``), as
+    ``Registry.apply``. The server gives a ``Writer`` of ``system:apiserver`` (kapi.controllers.writes),
+    which admits and audits each write; a refusal raises the ``StatusError`` an API client would get."""
+
+    async def apply(self, res: Resource, namespace: str, name: str, config: Obj, opts: WriteOptions, *,
+                    force: bool, subresource: str = "") -> tuple[Obj, bool]: ...
 
 
 class _Broken(ValueError):
@@ -242,6 +259,7 @@ class Controller:
     def __init__(self, informers: Informers, registry: Registry, *, server_concurrency_limit: int,
                  metrics: Metrics) -> None:
         self.registry = registry
+        self.status_writer: StatusWriter = registry  # run() is given the server's
         self.metrics = metrics
         self.server_concurrency_limit = server_concurrency_limit
         self._fs_informer: Informer = informers.informer(GROUP, "flowschemas")
@@ -362,9 +380,13 @@ class Controller:
                 self._changed.set()
         return on_update
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, status_writer: StatusWriter | None = None,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Digest the configuration once both informers have synced (``started()`` then), again on every
-        change; redistribute the concurrency limits every 10 s; write FlowSchema status."""
+        change; redistribute the concurrency limits every 10 s; write FlowSchema status with
+        ``status_writer`` (the server's ``system:apiserver`` writer; None: the registry, unadmitted)."""
+        if status_writer is not None:
+            self.status_writer = status_writer
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             for level in self._levels.values():  # made before, or by a run that ended: remade once idle
@@ -560,18 +582,20 @@ class Controller:
             self._recent_updates.popleft()
         delay: float | None = None
         res = self._fs_informer.res
+        opts = WriteOptions(field_manager=FIELD_MANAGER)
         for update in updates:
             if sum(1 for _, name in self._recent_updates if name == update.name) > STATUS_UPDATES_PER_MINUTE:
                 delay = delay or float(30 + random.randrange(45))  # kube: 30..74 s
                 continue
             self._recent_updates.append((now, update.name))
             try:
-                await self.registry.guaranteed_update(res, "", update.name, _set_condition(update.condition),
-                                                      WriteOptions(field_manager=FIELD_MANAGER), "status")
+                await self.status_writer.apply(res, "", update.name, _status_apply_configuration(res, update), opts,
+                                               force=True, subresource="status")
             except errors.NotFound:
                 continue  # deleted meanwhile: its deletion is coming
-            except errors.KapiError as err:  # a conflict past the retries, storage unavailable: again later
-                log.warning("failed to set a status.condition for FlowSchema %s: %s", update.name, err)
+            except Exception as err:  # refused by admission, a webhook down, a conflict, storage: again later
+                log.warning("failed to set a status.condition for FlowSchema %s: %s", update.name, err,
+                            exc_info=not isinstance(err, errors.KapiError))
                 delay = STATUS_RETRY_S if delay is None else min(delay, STATUS_RETRY_S)
         return delay
 
@@ -610,17 +634,8 @@ def _dangling_update(obj: Obj, fs: FlowSchemaMatcher, found: bool) -> _StatusUpd
                                    "reason": reason, "message": message})
 
 
-def _set_condition(condition: Obj) -> Callable[[Obj], Obj]:
-    """The status mutation: the Dangling condition replaced (or added), the others kept (apply by type)."""
-    def mutate(current: Obj) -> Obj:
-        status = current.get("status") if isinstance(current.get("status"), dict) else {}
-        conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
-        for i, cond in enumerate(conditions):
-            if cond.get("type") == condition["type"]:
-                conditions[i] = dict(condition)
-                break
-        else:
-            conditions.append(dict(condition))
-        current["status"] = {**status, "conditions": conditions}
-        return current
-    return mutate
+def _status_apply_configuration(res: Resource, update: _StatusUpdate) -> Obj:
+    """kube's toFlowSchemaApplyConfiguration: the FlowSchema's name and its one condition, the whole
+    intent of the field manager (the other conditions, keyed by type, are left to their owners)."""
+    return {"apiVersion": f"{res.group}/{res.version}", "kind": res.kind, "metadata": {"name": update.name},
+            "status": {"conditions": [dict(update.condition)]}}
