@@ -52,6 +52,12 @@ async def publish_endpoint(registry: Registry, host: str, port: int, writer: Wri
     """The ``kubernetes`` Service and its Endpoints pointing at this server (logged, not fatal, if it cannot be)."""
     try:
         await _publish_endpoint_objects(registry, host, port, writer or Writes(registry).apiserver())
+    except errors.Invalid as err:
+        # Endpoints refuse loopback, link-local and unspecified addresses (kube's validateEndpointAddress):
+        # kube-apiserver advertising 127.0.0.1 (envtest's) fails the same way, and its Service has no endpoints.
+        log.warning("the kubernetes Service has no Endpoints: %s is not an address Endpoints may hold "
+                    "(serve on a routable --bind-address for clients that read them)", host)
+        log.debug("kubernetes Endpoints refused: %s", err.message)
     except errors.StatusError as err:  # a corrupt stored Service or Endpoints: serve anyway, as kube's reconciler
         log.error("cannot publish the kubernetes Service and Endpoints: %s", err.message)
 

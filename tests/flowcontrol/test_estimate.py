@@ -198,6 +198,8 @@ async def test_list_unknown_stale_and_bad_options(env: Env) -> None:
     # a limit it cannot convert: kube answers the maximum (the priority level's, else 100)
     assert estimate(est, "GET", "/api/v1/pods", {"limit": "x"}, max_seats=7).initial_seats == 7
     assert estimate(est, "GET", "/api/v1/pods", {"limit": "x"}).initial_seats == 100
+    # an empty limit does not convert either (ParseInt(""), a 400 once served): the maximum too
+    assert estimate(est, "GET", "/api/v1/pods", {"limit": ""}, max_seats=7).initial_seats == 7
     assert Estimator(env.registry, env.registry.metrics, size_based=False).estimate(
         info("GET", "/api/v1/pods"), {"limit": "x"}, CLS, 0).initial_seats == 10
 

@@ -17,7 +17,7 @@ from kapi import errors
 from kapi.chain.context import RequestInfo
 from kapi.chain.flowcontrol import Classification, WorkEstimate
 from kapi.metrics import Metrics
-from kapi.object.listopts import parse_int64, query_bool
+from kapi.object.listopts import query_bool, query_int64
 
 # kube's request/config.go
 MINIMUM_SEATS = 1
@@ -91,7 +91,7 @@ class Estimator:
         if max_seats <= 0 or max_seats > self.maximum_list_seats:
             max_seats = self.maximum_list_seats
         try:
-            limit = parse_int64(query["limit"]) if query.get("limit") else 0
+            limit = query_int64(query, "limit") or 0
         except errors.BadRequest:
             return WorkEstimate(max_seats)  # kube: options it cannot convert cost the most
         if info.verb == "watch":
