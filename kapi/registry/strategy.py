@@ -198,8 +198,10 @@ class Strategy:
             obj.pop("status", None)
 
     def prepare_named(self, obj: Obj) -> None:
-        """What a create derives from its uid and (generated) name, given after mutating admission and
-        before validation (a Job's generated selector: kube's PrepareForCreate sees them)."""
+        """The part of kube's PrepareForCreate that comes after the create's managedFields are recorded and
+        after mutating admission, before validation: what a create derives from its uid and (generated)
+        name (a Job's generated selector), and what the strategy adds that no manager owns (a namespace's
+        ``kubernetes`` finalizer). ``prepare_for_create`` is the part before defaulting."""
 
     def prepare_for_update(self, res: Resource, new: Obj, old: Obj, subresource: str) -> Obj:
         """The object an update stores: status from the status subresource only, then generation."""

@@ -14,11 +14,7 @@ from .conftest import Kubectl
 
 pytestmark = pytest.mark.e2e
 
-KNOWN_GAPS = {
-    "test_kubectl_133_create_namespace_managed_fields":
-        "kapi adds a namespace's `kubernetes` finalizer when defaulting the decoded body, before the field "
-        "manager runs, so the creating manager owns f:spec.f:finalizers; kube adds it in PrepareForCreate, after",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _name(prefix: str) -> str:

@@ -13,7 +13,7 @@ from kapi.object.defaults.batch import generate_job_selector
 from kapi.object.defaults import (default_cron_job, default_custom_resource_definition, default_daemon_set,
     default_deployment, default_job, default_namespace, default_node, default_persistent_volume,
     default_persistent_volume_claim, default_pod, default_role_binding, default_secret, default_service,
-    default_stateful_set, image_pull_policy, pod_qos_class)
+    default_stateful_set, fill_service_ip_families, image_pull_policy, pod_qos_class)
 from kapi.registry.resources import Resource
 from kapi.registry.strategy import Strategy
 
@@ -194,6 +194,9 @@ def test_service_defaults() -> None:
     spec = svc["spec"]
     assert (spec["type"], spec["sessionAffinity"], spec["internalTrafficPolicy"]) == ("ClusterIP", "None", "Cluster")
     assert spec["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]
+    # a create's IP families are the strategy's, after its managedFields (kube's service REST)
+    assert "ipFamilyPolicy" not in spec and "ipFamilies" not in spec
+    fill_service_ip_families(svc)
     assert (spec["ipFamilyPolicy"], spec["ipFamilies"]) == ("SingleStack", ["IPv4"])
     assert "externalTrafficPolicy" not in spec and "clusterIP" not in spec
     assert svc["status"] == {"loadBalancer": {}}
@@ -203,10 +206,12 @@ def test_service_defaults() -> None:
     assert lb["spec"]["ports"][0]["targetPort"] == "https"
     headless: Obj = {"spec": {"clusterIP": "None"}}
     default_service(headless, None)
+    fill_service_ip_families(headless)
     assert headless["spec"]["clusterIPs"] == ["None"]
     assert headless["spec"]["ipFamilyPolicy"] == "RequireDualStack"
     ext: Obj = {"spec": {"type": "ExternalName", "externalName": "example.com"}}
     default_service(ext, None)
+    fill_service_ip_families(ext)
     assert "ipFamilies" not in ext["spec"] and "internalTrafficPolicy" not in ext["spec"]
     affinity: Obj = {"spec": {"sessionAffinity": "ClientIP", "ports": [{"port": 1}]}}
     default_service(affinity, None)
@@ -226,7 +231,7 @@ def test_namespace_defaults() -> None:
     ns: Obj = {"metadata": {"name": "team-a"}}
     default_namespace(ns, None)
     assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team-a"}
-    assert ns["spec"] == {"finalizers": ["kubernetes"]}
+    assert "spec" not in ns  # the kubernetes finalizer is the strategy's, after the create's managedFields
     assert ns["status"] == {"phase": "Active"}
     finalized: Obj = {"metadata": {"name": "team-a", "resourceVersion": "9"}, "spec": {"finalizers": []},
                       "status": {"phase": "Terminating"}}

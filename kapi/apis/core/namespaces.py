@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 # kube-apiserver refuses to delete these; the server creates the initial ones at start-up.
 INITIAL_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
+# The spec finalizer every namespace is created with (FinalizerKubernetes); its controller removes it.
+FINALIZER: Final = "kubernetes"
 
 
 class NamespaceStrategy(Strategy):
@@ -35,6 +37,17 @@ class NamespaceStrategy(Strategy):
 
     def default(self, obj: Obj, old: Obj | None) -> None:
         default_namespace(obj, old)
+
+    def prepare_named(self, obj: Obj) -> None:
+        """A created namespace gets the ``kubernetes`` finalizer (kube's PrepareForCreate), after its
+        managedFields are recorded: no manager owns it unless the body named it. Not a default, since it
+        may be removed during the namespace's life."""
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        finalizers = spec.get("finalizers") if isinstance(spec.get("finalizers"), list) else []
+        if FINALIZER not in finalizers:
+            spec["finalizers"] = [*finalizers, FINALIZER]
 
     def validate(self, obj: Obj) -> list[errors.Cause]:
         return validate_namespace(obj)

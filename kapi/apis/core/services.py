@@ -9,7 +9,7 @@ from typing import Final
 from kapi import errors
 from kapi.encoding import codec
 from kapi.encoding.tables import core as tables
-from kapi.object.defaults import default_service
+from kapi.object.defaults import default_service, fill_service_ip_families
 from kapi.object.selectors import META_FIELDS, FieldLabels, text_value
 from kapi.object.validation import RULE_DNS1035_LABEL, validate_service, validate_service_update
 from kapi.registry.resources import Resource
@@ -26,6 +26,10 @@ class ServiceStrategy(Strategy):
 
     def default(self, obj: Obj, old: Obj | None) -> None:
         default_service(obj, old)
+
+    def prepare_named(self, obj: Obj) -> None:
+        """kube's service REST fills a create's IP families before validation, after its managedFields."""
+        fill_service_ip_families(obj)
 
     def validate(self, obj: Obj) -> list[errors.Cause]:
         return validate_service(obj)

@@ -3,9 +3,11 @@
 The values a client sees after a create: the ``SetDefaults_*`` functions of
 ``pkg/apis/*/v1/defaults.go``, plus the strategy and admission steps that fill
 fields on create (pod status and QoS class, the default service account,
-priority, the not-ready/unreachable tolerations, generated Job selectors,
-the namespace ``kubernetes`` finalizer). Objects are plain JSON dicts and are
-changed in place.
+priority, the not-ready/unreachable tolerations, generated Job selectors). Objects
+are plain JSON dicts and are changed in place. (A namespace's ``kubernetes``
+finalizer and a created service's IP families are not defaults: their strategies
+add them after the create's managedFields are recorded, as kube's namespace
+PrepareForCreate and service REST do; ``fill_service_ip_families``.)
 
 Per kind, as kube groups them: ``default_<kind>(obj, old)``, ``old`` being None on
 a create (see ``fields.defaulter``). The modules: ``fields``, ``pods``, ``core``,
@@ -19,7 +21,8 @@ from kapi.object.defaults.apps import (default_daemon_set, default_deployment, d
     default_stateful_set)
 from kapi.object.defaults.batch import default_cron_job, default_job
 from kapi.object.defaults.core import (default_endpoints, default_namespace, default_node,
-    default_persistent_volume, default_persistent_volume_claim, default_secret, default_service)
+    default_persistent_volume, default_persistent_volume_claim, default_secret, default_service,
+    fill_service_ip_families)
 from kapi.object.defaults.fields import defaulter
 from kapi.object.defaults.pods import (default_pod, default_pod_template, default_replication_controller,
     image_pull_policy, pod_qos_class)
@@ -46,6 +49,7 @@ __all__ = [
     "default_service",
     "default_stateful_set",
     "defaulter",
+    "fill_service_ip_families",
     "image_pull_policy",
     "pod_qos_class",
 ]

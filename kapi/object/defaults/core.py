@@ -1,5 +1,5 @@
 """The other core/v1 kinds: services (and the allocated values an update keeps), secrets,
-namespaces (the ``kubernetes`` finalizer), nodes, persistent volumes and claims, endpoints.
+namespaces (the name label and the phase), nodes, persistent volumes and claims, endpoints.
 """
 
 from __future__ import annotations
@@ -71,11 +71,22 @@ def default_service(obj: Obj, old: Obj | None) -> None:
         for ingress in _dicts(_obj(_obj(obj, "status"), "loadBalancer").get("ingress")):
             if ingress.get("ip") and ingress.get("ipMode") is None:
                 ingress["ipMode"] = "VIP"
-    if _needs_cluster_ip(spec):
-        _default_service_ips(spec)
+    if old is not None and _needs_cluster_ip(spec):
+        _default_service_ips(spec)  # a create's come after its managedFields: fill_service_ip_families
     status = _obj(obj, "status")
     if not isinstance(status.get("loadBalancer"), dict):
         status["loadBalancer"] = {}
+
+
+def fill_service_ip_families(obj: Obj) -> None:
+    """A created service's clusterIPs, ipFamilyPolicy and ipFamilies: not v1 defaults but kube's service
+    REST on create (normalizeClusterIPs, the allocator's initIPFamilyFields), after the field manager has
+    recorded the body's fields, so no manager owns them unless the body named them. An update's are
+    filled with its defaults (``default_service``)."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("spec"), dict):
+        return
+    if _needs_cluster_ip(obj["spec"]):
+        _default_service_ips(obj["spec"])
 
 
 def _default_service_ips(spec: Obj) -> None:
@@ -101,6 +112,9 @@ def default_secret(obj: Obj, old: Obj | None) -> None:
 
 @defaulter
 def default_namespace(obj: Obj, old: Obj | None) -> None:
+    """SetDefaults_Namespace and SetDefaults_NamespaceStatus. Not the ``kubernetes`` finalizer: kube's
+    namespace strategy adds that on create, after the field manager has recorded the body's fields
+    (``NamespaceStrategy.prepare_named``)."""
     md = _obj(obj, "metadata")
     name = md.get("name")
     if isinstance(name, str) and name:
@@ -108,12 +122,6 @@ def default_namespace(obj: Obj, old: Obj | None) -> None:
     status = _obj(obj, "status")
     if _unset(status, "phase"):
         status["phase"] = "Active"
-    if old is None:
-        # on create only: the finalizer may be removed during the namespace's life
-        spec = _obj(obj, "spec")
-        finalizers = spec.get("finalizers") if isinstance(spec.get("finalizers"), list) else []
-        if "kubernetes" not in finalizers:
-            spec["finalizers"] = finalizers + ["kubernetes"]
 
 
 @defaulter

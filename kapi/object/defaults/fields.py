@@ -17,11 +17,12 @@ def defaulter(fill: _Defaulter) -> _Defaulter:
     """A per-kind defaulter (``default_<kind>(obj, old)``) with the rules they all share.
 
     ``old`` is the stored object on an update; without it the write is taken as
-    a create, which also runs the create-only steps (pod status and QoS class, the
-    namespace finalizer). An object that was stored already (it has a resourceVersion)
-    is an update whose caller gave no old object: it does not get the create-only
-    steps again. Anything but a JSON object is left alone. (A pod's service account,
-    priority and tolerations are admission's; a Job's selector its strategy's.)
+    a create, which also runs the create-only steps (pod status and QoS class). An
+    object that was stored already (it has a resourceVersion) is an update whose
+    caller gave no old object: it does not get the create-only steps again. Anything
+    but a JSON object is left alone. (A pod's service account, priority and
+    tolerations are admission's; a Job's selector and a namespace's finalizer its
+    strategy's.)
     """
     @functools.wraps(fill)
     def default(obj: Obj, old: Obj | None = None) -> None:
