@@ -119,6 +119,8 @@ class Informer:
         self._scope: trio.CancelScope | None = None
         self._stopped = False
         self._source = ""
+        self._cacher: Cacher | None = None  # the cache followed, while it is
+        self._revision = 0  # of the last change of the cache's that reached the handlers
         self._decoded = 0
         self._handler_errors = 0
 
@@ -184,6 +186,12 @@ class Informer:
                 continue
         return out
 
+    def caught_up_with(self, revision: int) -> bool:
+        """Whether every change the followed watch cache holds up to ``revision`` has reached the handlers
+        (true of an informer on storage, whose changes are not known before they arrive)."""
+        cacher = self._cacher
+        return cacher is None or self._revision >= min(revision, cacher.ring.newest_revision)
+
     def statistics(self) -> InformerStatistics:
         return InformerStatistics(len(self._state), self._decoded, self._handler_errors, self.has_synced,
                                   self._source)
@@ -238,15 +246,18 @@ class Informer:
                 continue
             retry = RETRY_S[0]
             watcher = start.watcher
+            self._cacher = cacher
             try:
                 if rv is None:
                     self._replace(start.initial)
                     rv = watcher.min_revision
                 for item in start.catch_up:
-                    rv = self._apply_cached(item, rv)
+                    rv = self._revision = self._apply_cached(item, rv)
+                self._revision = rv
                 async for item in watcher.receive:
-                    rv = self._apply_cached(item, rv)
+                    rv = self._revision = self._apply_cached(item, rv)
             finally:
+                self._cacher = None
                 cacher.unregister(watcher)
             # The cacher closed the watcher: too slow, or it relists (resume from ``rv``), or it stopped.
 
@@ -436,3 +447,9 @@ class Informers:
             for inf in list(self._informers.values()):
                 await inf.wait_for_sync()
             task_status.started()
+
+    async def wait_caught_up(self, revision: int) -> None:
+        """Until every informer following a watch cache has handed its changes up to ``revision`` to its
+        handlers (the caches are expected to hold it: ``Cacher.wait_for_rv``). Bound it with a cancel scope."""
+        while not all(inf.caught_up_with(revision) for inf in list(self._informers.values())):
+            await trio.sleep(0.001)

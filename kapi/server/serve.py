@@ -290,7 +290,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
         await services.start(partial(supervise, "APF configuration producer", partial(
             keep_apf_bootstrap, registry, writer=loopback), restart=True))  # priority-and-fairness-config-producer
         # The bootstrap objects reach the informers (RBAC's) before the first request is served.
-        await _caught_up(registry)
+        await _caught_up(registry, informers)
         if app.chain.flowcontrol is not None:
             # Its configuration digested before the first request is served; restarted, it keeps its
             # levels (and their queued requests) and digests again. FlowSchema status is the loopback
@@ -353,9 +353,9 @@ async def _collect_garbage(registry: Registry, writes: Writes, *,
     await GarbageCollector(registry, writes).run(task_status=task_status)
 
 
-async def _caught_up(registry: Registry, timeout_s: float = 5.0) -> None:
-    """Wait (bounded) until every watch cache holds storage's current revision, then let the informers
-    following them take what was delivered."""
+async def _caught_up(registry: Registry, informers: Informers, timeout_s: float = 5.0) -> None:
+    """Wait (bounded) until every watch cache holds storage's current revision, then until the informers
+    following them have taken what was delivered."""
     revision = await registry.storage.current_revision()
     with trio.move_on_after(timeout_s):
         for cacher in list(registry.cachers.values()):
@@ -363,8 +363,7 @@ async def _caught_up(registry: Registry, timeout_s: float = 5.0) -> None:
                 await cacher.wait_for_rv(revision, timeout_s)
             except errors.StatusError:  # a cache that cannot catch up: its informer follows later
                 continue
-    for _ in range(3):  # cacher -> informer: a hop or two of scheduling
-        await trio.sleep(0)
+        await informers.wait_caught_up(revision)
 
 
 async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...],

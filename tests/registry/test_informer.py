@@ -13,7 +13,7 @@ from kapi.apis import BUILTIN
 from kapi.cacher.cache import Cacher
 from kapi.metrics import Metrics
 from kapi.registry.deletion import DeleteOptions
-from kapi.registry.informer import Informer, Item
+from kapi.registry.informer import Informer, Informers, Item
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import Registry, WriteOptions
 from kapi.storage.base import Storage
@@ -255,3 +255,22 @@ async def test_an_informer_stopped_before_it_runs_starts_and_ends(env: Env) -> N
     with trio.fail_after(10):
         await env.nursery.start(informer.run)
     assert not informer.has_synced and informer.statistics().objects == 0
+
+
+async def test_wait_caught_up_returns_once_the_handlers_have_every_change(env: Env) -> None:
+    """What the server waits for before serving: the start-up objects have reached the handlers
+    (RBAC's informers), not only the watch caches."""
+    informers = Informers(env.registry)
+    informer = informers.informer("", "configmaps")
+    rec = Recorder(informer)
+    await env.nursery.start(informers.run)
+    for i in range(50):
+        await env.create("default", f"cm{i}")
+    revision = await env.registry.storage.current_revision()
+    if env.cacher is not None:
+        await env.cacher.wait_for_rv(revision)  # the cache holds every change; the informer may not yet
+    with trio.fail_after(10):
+        await informers.wait_caught_up(revision)
+    if env.cacher is not None:
+        assert len(rec.seen) == 50
+    assert informer.caught_up_with(revision)
