@@ -236,7 +236,9 @@ class Handlers:
         """The request's admission: the server's plugins bound to its user, warnings and audit annotations."""
         if self.admission is None:
             return None
-        return self.admission.bind(ctx.user, ctx.warnings, ctx.annotate, ctx.query, delete_options)
+        # A DELETE's options are its DeleteOptions alone: with a body, the query's dryRun is not one of them.
+        query = ctx.query if delete_options is None else {}
+        return self.admission.bind(ctx.user, ctx.warnings, ctx.annotate, query, delete_options)
 
     async def _admit_create(self, ctx: RequestContext, res: Resource, obj: Obj, subresource: str = "",
                             kind: tuple[str, str, str] = ("", "", "")) -> Obj:
@@ -466,6 +468,13 @@ class Handlers:
     # ------------------------------------------------------------- delete
 
     def _delete_options(self, ctx: RequestContext) -> DeleteOptions:
+        """A DELETE's DeleteOptions as kube's delete handlers decode them: from the body when there is
+        one, else from the query, never a mix (a body's options ignore the query's, its dryRun too).
+
+        Raises:
+            BadRequest: a body that is not DeleteOptions, or (no body) a query parameter that does not convert.
+            Invalid: kube's ValidateDeleteOptions.
+        """
         body: Obj = {}
         if ctx.body.strip():
             try:
@@ -475,18 +484,21 @@ class Handlers:
             if not isinstance(body, dict):
                 raise errors.BadRequest("DeleteOptions must be a JSON object")
             typed.check(self.schema, _DELETE_OPTIONS, body)
-        q = ctx.query
-        # As kube's conversion of the query: a bool present is true unless "0" or "false" (the empty
-        # string too), an int64 present must parse.
-        grace: int | None = body.get("gracePeriodSeconds")
-        if "gracePeriodSeconds" in q:
+            grace: int | None = body.get("gracePeriodSeconds")
+            policy = body.get("propagationPolicy") or ""
+            orphan = body.get("orphanDependents")
+            dry_values = [d for d in body.get("dryRun") or [] if isinstance(d, str)]
+            unsafe = body.get(_UNSAFE_DELETE) is True
+        else:
+            # As kube's conversion of the query: a bool present is true unless "0" or "false" (the empty
+            # string too), an int64 present must parse.
+            q = ctx.query
             grace = query_int64(q, "gracePeriodSeconds")
-        policy = q.get("propagationPolicy") or body.get("propagationPolicy") or ""
-        orphan = body.get("orphanDependents")
-        if "orphanDependents" in q:
-            orphan = query_bool(q, "orphanDependents")
-        pre = body.get("preconditions") or {}
-        dry_values = _dry_run_values(ctx) or [d for d in body.get("dryRun") or [] if isinstance(d, str)]
+            policy = q.get("propagationPolicy") or ""
+            orphan = query_bool(q, "orphanDependents") if "orphanDependents" in q else None
+            dry_values = _dry_run_values(ctx)
+            unsafe = query_bool(q, _UNSAFE_DELETE)
+        pre = body.get("preconditions") or {}  # the query has no preconditions
         causes = []
         if orphan is not None and policy:
             causes.append(errors.Cause("FieldValueInvalid", "Invalid value: \"%s\": orphanDependents and "
@@ -497,9 +509,6 @@ class Handlers:
         if causes:
             raise errors.invalid("DeleteOptions", "meta.k8s.io", "", causes)
         dry = "All" if dry_values else ""
-        unsafe = body.get("ignoreStoreReadErrorWithClusterBreakingPotential") is True
-        if _UNSAFE_DELETE in q:
-            unsafe = query_bool(q, _UNSAFE_DELETE)
         return DeleteOptions(dry_run=bool(dry), grace_period_s=grace, propagation_policy=policy,
                              orphan_dependents=orphan, precondition_uid=pre.get("uid") or "",
                              precondition_rv=pre.get("resourceVersion") or "", ignore_store_read_error=unsafe,
