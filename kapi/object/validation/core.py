@@ -14,8 +14,9 @@ from kapi.object.validation.fields import (FIELD_IMMUTABLE, Obj, REASON_DUPLICAT
     _i, _immutable, _l, _render, _s, _semantic_equal, field_duplicate, field_forbidden, field_invalid,
     field_not_supported, field_required, field_too_long, go_quote, unique_causes)
 from kapi.object.validation.meta import _validate_kube_finalizer, _validate_label_selector, validate_labels
-from kapi.object.validation.names import (_blen, _ip_errors, _is_ipv6, is_config_map_key, is_dns1123_label,
-    is_dns1123_subdomain, is_qualified_name, is_valid_label_value, is_valid_port_num, non_special_ip_errors)
+from kapi.object.validation.names import (_blen, _ip_errors, _is_ipv6, app_protocol_errors, is_config_map_key,
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value, is_valid_port_num,
+    non_special_ip_errors)
 from kapi.object.validation.pods import _spec_diff
 from kapi.object.validation.quantity import QUANTITY_FORMAT_ERROR, _quantity_text, parse_quantity
 
@@ -140,9 +141,7 @@ def _service_spec(obj: Obj) -> list[Cause]:
         errs.extend(field_invalid(f"{p}.port", number, m) for m in is_valid_port_num(number))
         errs.extend(_validate_protocol(port.get("protocol"), f"{p}.protocol"))
         errs.extend(_validate_port_num_or_name(port.get("targetPort", 0), f"{p}.targetPort"))
-        if isinstance(port.get("appProtocol"), str):
-            errs.extend(field_invalid(f"{p}.appProtocol", port["appProtocol"],
-                    m) for m in is_qualified_name(port["appProtocol"]))
+        errs.extend(app_protocol_errors(p, port.get("appProtocol")))
     if spec.get("selector") is not None:
         errs.extend(validate_labels(spec.get("selector"), "spec.selector"))
     affinity = _s(spec.get("sessionAffinity"))
@@ -268,6 +267,7 @@ def validate_endpoints(obj: Obj) -> list[Cause]:
             number = _i(port.get("port")) or 0
             errs.extend(field_invalid(f"{pp}.port", number, m) for m in is_valid_port_num(number))
             errs.extend(_validate_protocol(port.get("protocol"), f"{pp}.protocol"))
+            errs.extend(app_protocol_errors(pp, port.get("appProtocol")))
     return errs
 
 

@@ -7,8 +7,8 @@ import ipaddress
 from kapi.errors import Cause
 from kapi.object.validation.fields import (REASON_TOO_MANY, Obj, _d, _immutable, _l, _s, field_duplicate,
     field_invalid, field_not_supported, field_required, unique_causes)
-from kapi.object.validation.names import (is_dns1123_label, is_dns1123_subdomain, is_qualified_name,
-    non_special_ip_errors)
+from kapi.object.validation.names import (app_protocol_errors, is_dns1123_label, is_dns1123_subdomain,
+    is_qualified_name, non_special_ip_errors)
 
 ADDRESS_TYPES = ("FQDN", "IPv4", "IPv6")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
@@ -93,9 +93,7 @@ def _ports(ports: list[object]) -> list[Cause]:
             errs.append(field_required(f"{p}.protocol", ""))
         elif protocol not in _PROTOCOLS:
             errs.append(field_not_supported(f"{p}.protocol", protocol, _PROTOCOLS))
-        app = port.get("appProtocol")
-        if isinstance(app, str):
-            errs.extend(field_invalid(f"{p}.appProtocol", app, m) for m in is_qualified_name(app))
+        errs.extend(app_protocol_errors(p, port.get("appProtocol")))
     return errs
 
 

@@ -258,6 +258,14 @@ def non_special_ip_errors(path: str, value: str) -> list[Cause]:
     return errs
 
 
+def app_protocol_errors(port_path: str, value: object) -> list[Cause]:
+    """A port's appProtocol as kube checks it on Services, Endpoints and EndpointSlices: when set (the
+    empty string too), a qualified name (ValidateQualifiedName at ``<port>.appProtocol``)."""
+    if not isinstance(value, str):
+        return []
+    return [field_invalid(f"{port_path}.appProtocol", value, m) for m in is_qualified_name(value)]
+
+
 def _is_link_local_multicast(ip: IPAddress) -> bool:
     """Go's IsLinkLocalMulticast: 224.0.0.0/24, or ff02::/16 with any flags (ff12::, ff32::, ...)."""
     raw = ip.packed
