@@ -25,7 +25,8 @@ from kapi.chain.flowcontrol import CANCELLED, TOO_MANY_REQUESTS_MESSAGE, Rejecte
 from kapi.chain.impersonation import impersonate
 from kapi.metrics import Metrics
 from kapi.object.access import Attributes
-from kapi.object.selectors import parse_field_terms
+from kapi.object.listopts import query_int64
+from kapi.object.selectors import parse_field_terms, parse_label_selector
 
 if TYPE_CHECKING:
     from kapi.chain.flowcontrol.controller import Controller
@@ -242,7 +243,7 @@ def attributes(ctx: RequestContext) -> Attributes:
         name, fields, labels = info.name, "", ""
         if info.verb in _SELECTING_VERBS:  # kube's AuthorizeWithSelectors: what a list narrows itself to
             fields, labels = ctx.query.get("fieldSelector", ""), ctx.query.get("labelSelector", "")
-            if not name and info.verb != "deletecollection" and fields:
+            if not name and info.verb != "deletecollection" and fields and _list_options_convert(ctx.query):
                 name = _selected_name(fields)
         return Attributes(ctx.user, info.verb, True, info.group, info.version, info.resource, info.subresource,
                           info.namespace, name, ctx.path, fields, labels)
@@ -250,6 +251,20 @@ def attributes(ctx: RequestContext) -> Attributes:
 
 
 _SELECTING_VERBS = frozenset(("list", "watch", "deletecollection"))
+
+
+def _list_options_convert(query: dict[str, str]) -> bool:
+    """Whether kube's RequestInfoFactory decodes the query into ListOptions: its int64s parse and its
+    selectors parse. When they do not, kube takes no name from ``metadata.name=<n>`` (the verb stays
+    watch if ``watch`` is set to anything but "0" or "false", as kapi's request info reads it)."""
+    try:
+        query_int64(query, "timeoutSeconds")
+        query_int64(query, "limit")
+        parse_label_selector(query.get("labelSelector", ""))
+        parse_field_terms(query.get("fieldSelector", ""))
+    except errors.StatusError:
+        return False
+    return True
 
 
 def _selected_name(fields: str) -> str:
