@@ -38,6 +38,7 @@ LAYERS = {
     "controllers": 11,  # in-process controllers over the informer
     "server": 12,  # serve(): everything started in one nursery
     "client": 13,  # the trio client (HTTP only, see RULES)
+    "testing": 13,  # kapi.testing and the pytest plugin (the CLI contract and HTTP only, see RULES)
     "__main__": 14,  # the CLI
 }
 
@@ -151,6 +152,8 @@ RULES = [
          "object semantics are pure functions over decoded objects"),
     Rule("client-http-only", "kapi.client", SERVER_SIDE,
          "kapi.client talks to any apiserver over HTTP; it shares only object and encoding code"),
+    Rule("testing-cli-and-http-only", "kapi.testing", SERVER_SIDE,
+         "kapi.testing runs `kapi serve` and `kapi kubeconfig` as processes and talks to them over HTTP"),
 ]
 
 
