@@ -15,6 +15,7 @@ the plugin costs a hook call per test.
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +98,15 @@ def kapi_namespace(kapi_server: Server, request: pytest.FixtureRequest) -> Itera
 
 @pytest.fixture
 def kapi_kubeconfig(kapi_server: Server, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The admin kubeconfig's path; ``KUBECONFIG`` names it while the test runs (restored after)."""
-    monkeypatch.setenv("KUBECONFIG", str(kapi_server.kubeconfig))
-    return kapi_server.kubeconfig
+    """The admin kubeconfig's path; ``KUBECONFIG`` names it while the test runs (restored after).
+
+    The ``kubernetes`` package reads ``KUBECONFIG`` once, when it is imported: if it is imported
+    already, its default kubeconfig location is the same path while the test runs.
+    """
+    path = kapi_server.kubeconfig
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    for name in ("kubernetes.config.kube_config", "kubernetes.config"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "KUBE_CONFIG_DEFAULT_LOCATION"):
+            monkeypatch.setattr(module, "KUBE_CONFIG_DEFAULT_LOCATION", str(path))
+    return path
