@@ -236,6 +236,11 @@ class Server:
         return self._running().data_dir
 
     @property
+    def pid(self) -> int:
+        """The server process's id."""
+        return self._running().proc.pid
+
+    @property
     def log(self) -> Path:
         """The server's log (standard output and error); removed by ``stop()`` with the temporary folder."""
         return self._running().log
