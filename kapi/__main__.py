@@ -148,8 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--watch-cache-index", type=_index, action="append", default=None,
                    metavar="RESOURCE=FIELD[,FIELD]",
                    help="fields indexed in a resource's watch cache (repeatable; default pods=spec.nodeName)")
-    s.add_argument("--max-requests-inflight", type=_count, default=d.max_requests_inflight)
-    s.add_argument("--max-mutating-requests-inflight", type=_count, default=d.max_mutating_requests_inflight)
+    s.add_argument("--max-requests-inflight", type=_count, default=d.max_requests_inflight,
+                   help="APF on: with the next, the server's concurrency limit in seats; off: reads in flight "
+                        "(0: no limit)")
+    s.add_argument("--max-mutating-requests-inflight", type=_count, default=d.max_mutating_requests_inflight,
+                   help="APF on: the rest of the server's concurrency limit; off: writes in flight (0: no limit)")
     s.add_argument("--enable-priority-and-fairness", type=_bool, default=d.enable_priority_and_fairness,
                    help="API Priority and Fairness (true); false: max-in-flight's two limits instead")
     s.add_argument("--feature-gates", type=_feature_gates, default={},
@@ -226,12 +229,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--audit-log-maxbackup", type=_count, default=0, help="rotated audit logs kept (0: no limit)")
     s.add_argument("--audit-log-maxsize", type=_count, default=0,
                    help="megabytes an audit log reaches before it is rotated (0: 100, as kube's log writer)")
-    s.add_argument("--audit-log-format", choices=("json", "legacy"), default=d.audit_log_format)
+    s.add_argument("--audit-log-format", choices=("json", "legacy"), default=d.audit_log_format,
+                   help="json (audit.k8s.io/v1 Events, one a line) or legacy (kube's one-line text)")
     s.add_argument("--audit-webhook-config-file", default="", help="kubeconfig of an audit webhook")
     s.add_argument("--audit-webhook-mode", choices=("batch", "blocking", "blocking-strict"),
-                   default=d.audit_webhook_mode)
-    s.add_argument("--audit-webhook-batch-max-size", type=_count, default=d.audit_webhook_batch_max_size)
-    s.add_argument("--audit-webhook-batch-max-wait", type=_positive_duration_s, default=d.audit_webhook_batch_max_wait_s)
+                   default=d.audit_webhook_mode,
+                   help="batch (sent in the background), blocking (while the request waits), blocking-strict "
+                        "(also 500 when RequestReceived cannot be sent)")
+    s.add_argument("--audit-webhook-batch-max-size", type=_count, default=d.audit_webhook_batch_max_size,
+                   help="events per batch at most")
+    s.add_argument("--audit-webhook-batch-max-wait", type=_positive_duration_s, default=d.audit_webhook_batch_max_wait_s,
+                   help="a batch not full is sent after this")
     s.add_argument("--request-timeout", type=_positive_duration_s, default=d.request_timeout_s,
                    help="default timeout of non-long-running requests")
     s.add_argument("--min-request-timeout", type=_positive_duration_s, default=d.min_request_timeout_s,
@@ -243,7 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-body-bytes", type=_count, default=d.max_body_bytes, help="larger bodies get 413")
     s.add_argument("--max-object-bytes", type=_count, default=d.max_object_bytes,
                    help="the largest stored object (etcd's default --max-request-bytes); a larger write is 413")
-    s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"))
+    s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"),
+                   help="the least severe log level written (debug also shows tracebacks)")
     k = sub.add_parser(
         "kubeconfig", help="mint a client certificate for a user from kapi's CA and write a kubeconfig",
         description="A kubeconfig for a user other than admin: a client certificate signed by the CA under "
