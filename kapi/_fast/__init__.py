@@ -46,6 +46,22 @@ else:
     protowire = _choose("protowire")
 
 USING_EXTENSIONS = _listenc.__name__.endswith("_c") if not TYPE_CHECKING else False
+# The compiled twins were wanted but are not there: not built (setup.py found no C compiler when kapi
+# was installed) or not importable. ``kapi serve`` warns about it at start-up; a choice (the variable,
+# another interpreter) is not warned about.
+EXTENSIONS_MISSING = _want_c and not USING_EXTENSIONS
 
-__all__ = ["USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line", "encode_list_chunks", "list_body",
-           "protowire", "watch_line"]
+
+def twins() -> str:
+    """Whether the compiled twins are loaded, and why not when they are not (``kapi version``'s words)."""
+    if USING_EXTENSIONS:
+        return "loaded"
+    if os.environ.get("KAPI_NO_EXTENSIONS") == "1":
+        return "not loaded: KAPI_NO_EXTENSIONS=1 chose the pure twins"
+    if not _want_c:
+        return f"not loaded: {platform.python_implementation()} runs the pure twins (the compiled ones are CPython's)"
+    return "not loaded: not built (no C compiler when kapi was installed?); running on the pure twins, slower"
+
+
+__all__ = ["EXTENSIONS_MISSING", "USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line",
+           "encode_list_chunks", "list_body", "protowire", "twins", "watch_line"]

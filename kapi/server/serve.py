@@ -22,7 +22,7 @@ import trio
 from cryptography.hazmat.primitives.asymmetric import ec
 from hypercorn.config import Config as HypercornConfig
 
-from kapi import __version__, apis, errors
+from kapi import __version__, _fast, apis, errors
 from kapi.admission.chain import AdmissionChain, AdmissionConfigError, build_chain, enabled_plugins, load_configuration
 from kapi.admission.plugin import Objects, PluginDeps
 from kapi.chain.access import ServerAccess
@@ -201,6 +201,10 @@ class Server:
 async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.TASK_STATUS_IGNORED) -> None:
     """Run kapi until SIGINT/SIGTERM (or cancellation); ``started(Server)`` once it is ready."""
     started_at = time.monotonic()
+    if _fast.EXTENSIONS_MISSING:  # an sdist installed where no C compiler exists (setup.py built none)
+        log.warning("the compiled twins are not loaded: kapi runs on the pure-Python twins, slower (kapi was "
+                    "installed without them: no C compiler? Reinstall it where one exists to build them; "
+                    "KAPI_NO_EXTENSIONS=1 chooses the pure twins without this warning)")
     data_dir = Path(config.data_dir)
     prepare_data_dir(data_dir)
     try:
