@@ -122,9 +122,30 @@ def _positive_duration_s(text: str) -> float:
     return value
 
 
+def version_text() -> str:
+    """``kapi version``: kapi's version, the Kubernetes version it serves, whether the compiled twins are loaded."""
+    from kapi import _fast
+    from kapi.server.serve import KUBE_VERSION
+
+    return f"kapi {__version__}\nKubernetes {KUBE_VERSION['gitVersion']}\ncompiled twins: {_fast.twins()}\n"
+
+
+class _Version(argparse.Action):
+    """``--version``: ``kapi version``'s text, made when asked (argparse's own takes it when the parser is built)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kapi", description="A Kubernetes API server in Python.")
-    parser.add_argument("--version", action="version", version=f"kapi {__version__} (Kubernetes v1.33 API)")
+    parser.add_argument("--version", action=_Version, help="print what `kapi version` prints and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the API server", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     d = Config()
@@ -270,6 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--namespace", default="default", help="the context's namespace (default default)")
     k.add_argument("--validity-period", type=_positive_duration_s, default="8760h", metavar="DURATION",
                    help="how long the certificate is valid, at most as long as the CA (default 8760h)")
+    sub.add_parser("version", help="print kapi's version, the Kubernetes version it serves and whether the "
+                                   "compiled twins are loaded",
+                   description="kapi's version, the Kubernetes version it serves (the one /version reports) and "
+                               "whether the compiled (Cython) twins are loaded or kapi runs on the pure-Python ones.")
     return parser
 
 
@@ -388,6 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "kubeconfig":
         return kubeconfig_command(args)
+    if args.command == "version":
+        sys.stdout.write(version_text())
+        return 0
     config = config_from_args(args)
     logging.basicConfig(level=config.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
