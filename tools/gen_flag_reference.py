@@ -17,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tools import _pagegen as pagegen  # noqa: E402
+
 from kapi.__main__ import build_parser  # noqa: E402
 
 OUT = ROOT / "docs" / "reference" / "flags.md"
@@ -127,20 +129,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the committed page differs")
-    args = ap.parse_args(argv)
-    page = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != page:
-            print(f"{OUT.relative_to(ROOT)} is stale: run python tools/gen_flag_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(page)
-    print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0
-
+    return pagegen.main(argv, __file__, OUT, ROOT, render)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,13 +12,14 @@ Usage: ``python tools/gen_metrics_reference.py [--check]`` (``--check``: exit 1 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from tools import _pagegen as pagegen  # noqa: E402
 
 import trio  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
@@ -139,20 +140,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if the committed page differs")
-    args = ap.parse_args(argv)
-    page = render()
-    if args.check:
-        if not OUT.exists() or OUT.read_text() != page:
-            print(f"{OUT.relative_to(ROOT)} is stale: run python tools/gen_metrics_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(page)
-    print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0
-
+    return pagegen.main(argv, __file__, OUT, ROOT, render)
 
 if __name__ == "__main__":
     sys.exit(main())
