@@ -93,11 +93,12 @@ def test_endpoints_address_hostname_and_node_name() -> None:
     assert validate_endpoints(_endpoints(ok)) == []
 
 
-@pytest.mark.parametrize(("ip", "details"), SPECIAL)
+# The sloppy forms (an IPv4-mapped IPv6 address, leading zeros) are not addresses of their family's form
+# for an EndpointSlice, which refuses them for that before any range check.
+@pytest.mark.parametrize(("ip", "details"), [(ip, details) for ip, details in SPECIAL
+                                             if not ip.startswith("::ffff:") and ip != "127.000.000.001"])
 def test_endpoint_slices_refuse_the_same_addresses(ip: str, details: list[str]) -> None:
-    family = "IPv6" if ":" in ip and not ip.startswith("::ffff:") else "IPv4"
-    if ip.startswith("::ffff:") or ip == "127.000.000.001":
-        pytest.skip("not an address of its family's form for an EndpointSlice")
+    family = "IPv6" if ":" in ip else "IPv4"
     obj = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": family,
            "metadata": {"name": "s", "namespace": "default"}, "endpoints": [{"addresses": [ip]}]}
     assert validate_endpoint_slice(obj) == [_invalid("endpoints[0].addresses[0]", ip, d) for d in details]
