@@ -5,7 +5,7 @@
     KapiError
     ├── StorageError            no HTTP knowledge
     │     KeyNotFound, KeyExists, RevisionConflict, RevisionCompacted,
-    │     StorageUnavailable, CorruptObject
+    │     StorageUnavailable (OutcomeUnknown), CorruptObject
     └── StatusError             class attributes ``code`` and ``reason``
           BadRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
           MethodNotAllowed 405, NotAcceptable 406, AlreadyExists 409,
@@ -70,6 +70,15 @@ class RevisionCompacted(StorageError):
 
 class StorageUnavailable(StorageError):
     """The backend cannot be reached or has been closed."""
+
+
+class OutcomeUnknown(StorageUnavailable):
+    """A write was sent and no answer came (a deadline, or the server gave up waiting for its commit):
+    it may or may not have been applied.
+
+    Never retried blindly (a retried create would answer a false ``KeyExists``); kube-apiserver answers
+    it 504 Timeout. A ``StorageUnavailable`` for code that does not tell the two apart.
+    """
 
 
 class CorruptObject(StorageError):

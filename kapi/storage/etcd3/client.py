@@ -1,0 +1,303 @@
+"""A small trio client of etcd's v3 API over grpcio: the unary calls the etcd3 backend needs.
+
+The packaged Python clients were measured and do not serve (DESIGN.md's field notes), so this is
+grpcio with the stubs in ``_pb``:
+
+- **One channel over all endpoints**: ``host:port`` for one, ``ipv4:h1:p1,h2:p2`` (or ``ipv6:``) with
+  the ``round_robin`` load-balancing policy for several, so a call in flight to a dead member fails at
+  once with UNAVAILABLE and the next one goes to a live member.
+- **Metadata** ``hasleader: true`` on every call: a member cut off from its cluster's leader refuses
+  the call instead of answering stale.
+- **Unary calls as grpc futures** completed into trio with ``TrioToken.run_sync_soon`` (no thread per
+  call; many calls may be in flight from many tasks). Each call has a deadline: the client's
+  ``call_timeout_s``, or less when the caller's cancel scope ends sooner; a call cancelled by trio
+  cancels its future.
+- **Errors mapped at this edge** to ``kapi.errors``, the original kept as ``__cause__``:
+
+  ====================================================  ======================================
+  OUT_OF_RANGE "required revision has been compacted"   RevisionCompacted
+  OUT_OF_RANGE "required revision is a future revision"  StorageError (the revision asked for)
+  DEADLINE_EXCEEDED, or UNAVAILABLE "request timed out"  OutcomeUnknown for a write, else
+  / "leader changed", after a write was sent             StorageUnavailable
+  any other status (UNAVAILABLE: unreachable, no         StorageUnavailable
+  leader; RESOURCE_EXHAUSTED: no space; ...)
+  ====================================================  ======================================
+
+  No grpc exception leaves this module; a trio cancellation passes through untouched.
+
+TLS to etcd (``--etcd-cafile`` and friends) is not here yet: the channel is insecure.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Callable, TypeVar
+from urllib.parse import urlsplit
+
+import grpc
+import trio
+
+from kapi.errors import OutcomeUnknown, RevisionCompacted, StorageError, StorageUnavailable
+from kapi.storage.etcd3._pb import kv_pb2, rpc_pb2, rpc_pb2_grpc
+
+R = TypeVar("R")
+
+METADATA = (("hasleader", "true"),)
+
+# etcd's own messages (server/etcdserver/api/v3rpc/rpctypes), matched on the status details
+_COMPACTED = "required revision has been compacted"
+_FUTURE = "required revision is a future revision"
+_WRITE_UNKNOWN = ("request timed out", "leader changed")
+
+# etcd answers a LIST as one message; kube-apiserver lifts grpc's 4 MiB default the same way
+_CHANNEL_OPTIONS: list[tuple[str, Any]] = [
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.max_send_message_length", -1),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+]
+
+
+def _host_port(endpoint: str) -> tuple[str, int]:
+    """``host``, ``port`` of ``http://h:p``, ``h:p`` or ``[v6]:p`` (etcd's client URLs)."""
+    split = urlsplit(endpoint if "//" in endpoint else "//" + endpoint)
+    if split.scheme not in ("", "http"):
+        raise ValueError(f"etcd endpoint {endpoint!r}: only http:// is supported (TLS to etcd is not yet)")
+    if not split.hostname or split.port is None:
+        raise ValueError(f"etcd endpoint {endpoint!r}: expected host:port")
+    return split.hostname, split.port
+
+
+def target(endpoints: Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
+    """The grpc target and extra channel options for ``endpoints``: ``host:port`` for one, an
+    ``ipv4:``/``ipv6:`` address list with ``round_robin`` for several (IP addresses only)."""
+    if not endpoints:
+        raise ValueError("no etcd endpoints")
+    hosts = [_host_port(e) for e in endpoints]
+    if len(hosts) == 1:
+        host, port = hosts[0]
+        return (f"[{host}]:{port}" if ":" in host else f"{host}:{port}"), []
+    try:
+        addrs = [(ipaddress.ip_address(h), p) for h, p in hosts]
+    except ValueError:
+        raise ValueError(f"several etcd endpoints must be IP addresses (got {list(endpoints)})") from None
+    if all(a.version == 4 for a, _ in addrs):
+        joined = "ipv4:" + ",".join(f"{a}:{p}" for a, p in addrs)
+    elif all(a.version == 6 for a, _ in addrs):
+        joined = "ipv6:" + ",".join(f"[{a}]:{p}" for a, p in addrs)
+    else:
+        raise ValueError(f"etcd endpoints mix IPv4 and IPv6 (got {list(endpoints)})")
+    return joined, [("grpc.lb_policy_name", "round_robin")]
+
+
+@contextmanager
+def etcd_errors(*, write: bool) -> Iterator[None]:
+    """Turn a ``grpc.RpcError`` into kapi's ``StorageError`` tree (the table in the module docstring)."""
+    try:
+        yield
+    except grpc.RpcError as exc:
+        raise mapped(exc, write=write) from exc
+
+
+def mapped(exc: grpc.RpcError, *, write: bool) -> StorageError:
+    """The ``StorageError`` an etcd call's failure ``exc`` is."""
+    code: grpc.StatusCode | None = exc.code() if isinstance(exc, grpc.Call) else None
+    details: str = (exc.details() if isinstance(exc, grpc.Call) else "") or str(exc)
+    name = code.name if code is not None else "UNKNOWN"
+    message = f"etcd: {name}: {details}"
+    if code is grpc.StatusCode.OUT_OF_RANGE and _COMPACTED in details:
+        return RevisionCompacted(message)
+    if code is grpc.StatusCode.OUT_OF_RANGE and _FUTURE in details:
+        return StorageError(message)
+    if write and (code is grpc.StatusCode.DEADLINE_EXCEEDED
+                  or (code is grpc.StatusCode.UNAVAILABLE and any(s in details for s in _WRITE_UNKNOWN))):
+        return OutcomeUnknown(f"{message} (the write may or may not have been applied)")
+    return StorageUnavailable(message)
+
+
+# ----------------------------------------------------------------- txn parts
+
+
+def compare_mod(key: bytes, revision: int, result: str = "EQUAL") -> rpc_pb2.Compare:
+    """``ModRevision(key) <result> revision`` (``result``: EQUAL, NOT_EQUAL, GREATER, LESS)."""
+    return rpc_pb2.Compare(key=key, target=rpc_pb2.Compare.MOD, result=rpc_pb2.Compare.CompareResult.Value(result),
+                           mod_revision=revision)
+
+
+def compare_version(key: bytes, version: int, result: str = "EQUAL") -> rpc_pb2.Compare:
+    """``Version(key) <result> version`` (kube's compaction CAS on ``compact_rev_key``)."""
+    return rpc_pb2.Compare(key=key, target=rpc_pb2.Compare.VERSION, result=rpc_pb2.Compare.CompareResult.Value(result),
+                           version=version)
+
+
+def op_put(key: bytes, value: bytes, *, prev_kv: bool = False) -> rpc_pb2.RequestOp:
+    return rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=key, value=value, prev_kv=prev_kv))
+
+
+def op_get(key: bytes, range_end: bytes = b"") -> rpc_pb2.RequestOp:
+    return rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=key, range_end=range_end))
+
+
+def op_delete(key: bytes, *, prev_kv: bool = False) -> rpc_pb2.RequestOp:
+    return rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=key, prev_kv=prev_kv))
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The ``range_end`` that makes a range cover every key starting with ``prefix`` (etcd's GetPrefixRangeEnd)."""
+    end = bytearray(prefix)
+    for i in range(len(end) - 1, -1, -1):
+        if end[i] < 0xFF:
+            end[i] += 1
+            return bytes(end[: i + 1])
+    return b"\x00"  # all keys
+
+
+@dataclass(frozen=True, slots=True)
+class ClientStatistics:
+    calls: int
+    in_flight: int
+    failures: int
+
+
+class EtcdClient:
+    """The unary calls of etcd's KV and Maintenance services, awaited from trio.
+
+    Open with ``async with EtcdClient([...]) as client`` (or call ``close()``). Every method raises only
+    ``kapi.errors.StorageError`` subclasses (and ``trio.Cancelled``).
+    """
+
+    def __init__(self, endpoints: Sequence[str], *, call_timeout_s: float = 5.0) -> None:
+        self.endpoints = tuple(endpoints)
+        self.call_timeout_s = call_timeout_s
+        self._target, options = target(self.endpoints)
+        self._channel = grpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS + options)
+        self._kv = rpc_pb2_grpc.KVStub(self._channel)
+        self._maintenance = rpc_pb2_grpc.MaintenanceStub(self._channel)
+        self._closed = False
+        self._calls = 0
+        self._in_flight = 0
+        self._failures = 0
+
+    async def __aenter__(self) -> EtcdClient:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the channel; calls in flight fail (``StorageUnavailable``), later calls too."""
+        if not self._closed:
+            self._closed = True
+            self._channel.close()
+
+    def statistics(self) -> ClientStatistics:
+        return ClientStatistics(calls=self._calls, in_flight=self._in_flight, failures=self._failures)
+
+    # ------------------------------------------------------------ the calls
+
+    async def range(self, key: bytes, range_end: bytes = b"", *, limit: int = 0, revision: int = 0,
+                    keys_only: bool = False, count_only: bool = False,
+                    serializable: bool = False) -> rpc_pb2.RangeResponse:
+        """``KV.Range`` of ``[key, range_end)`` (``key`` alone when ``range_end`` is empty), sorted by key.
+
+        ``limit`` 0 is no limit; ``revision`` 0 is the latest (a linearizable read unless
+        ``serializable``).
+        """
+        req = rpc_pb2.RangeRequest(key=key, range_end=range_end, limit=limit, revision=revision,
+                                   keys_only=keys_only, count_only=count_only, serializable=serializable)
+        return await self._unary(self._kv.Range, req, write=False)
+
+    async def put(self, key: bytes, value: bytes, *, prev_kv: bool = False) -> rpc_pb2.PutResponse:
+        """``KV.Put`` (unconditional; the backend writes through ``txn``)."""
+        return await self._unary(self._kv.Put, rpc_pb2.PutRequest(key=key, value=value, prev_kv=prev_kv), write=True)
+
+    async def delete_range(self, key: bytes, range_end: bytes = b"", *,
+                           prev_kv: bool = False) -> rpc_pb2.DeleteRangeResponse:
+        """``KV.DeleteRange`` (unconditional)."""
+        req = rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end, prev_kv=prev_kv)
+        return await self._unary(self._kv.DeleteRange, req, write=True)
+
+    async def txn(self, compare: Iterable[rpc_pb2.Compare], success: Iterable[rpc_pb2.RequestOp],
+                  failure: Iterable[rpc_pb2.RequestOp] = ()) -> rpc_pb2.TxnResponse:
+        """``KV.Txn``: ``success`` if every ``compare`` holds, else ``failure``; ``succeeded`` says which.
+
+        A txn whose ops are all reads is a read (a failed deadline is ``StorageUnavailable``); any
+        other is a write (``OutcomeUnknown``).
+        """
+        req = rpc_pb2.TxnRequest(compare=list(compare), success=list(success), failure=list(failure))
+        write = any(op.WhichOneof("request") != "request_range" for op in (*req.success, *req.failure))
+        return await self._unary(self._kv.Txn, req, write=write)
+
+    async def compact(self, revision: int, *, physical: bool = False) -> rpc_pb2.CompactionResponse:
+        """``KV.Compact`` to ``revision`` (``RevisionCompacted`` if already compacted past it)."""
+        req = rpc_pb2.CompactionRequest(revision=revision, physical=physical)
+        return await self._unary(self._kv.Compact, req, write=True)
+
+    async def status(self) -> rpc_pb2.StatusResponse:
+        """``Maintenance.Status`` of the member the call reaches (version, leader, raft index, db size)."""
+        return await self._unary(self._maintenance.Status, rpc_pb2.StatusRequest(), write=False)
+
+    # ------------------------------------------------------------ the bridge
+
+    def _timeout(self) -> float:
+        left = trio.current_effective_deadline() - trio.current_time()
+        timeout = min(self.call_timeout_s, left)
+        # a deadline already past still sends nothing useful: grpc fails it at once as DEADLINE_EXCEEDED
+        return max(timeout, 0.0) if math.isfinite(timeout) else self.call_timeout_s
+
+    async def _unary(self, method: Callable[..., Any], request: Any, *, write: bool) -> Any:
+        if self._closed:
+            raise StorageUnavailable("etcd: client closed")
+        await trio.lowlevel.checkpoint_if_cancelled()
+        token = trio.lowlevel.current_trio_token()
+        done = trio.Event()
+
+        def completed(_: grpc.Future) -> None:  # on a grpc thread, or at once in this one
+            try:
+                token.run_sync_soon(done.set)
+            except trio.RunFinishedError:
+                pass
+
+        self._calls += 1
+        self._in_flight += 1
+        try:
+            with etcd_errors(write=write):
+                try:
+                    future = method.future(request, timeout=self._timeout(), metadata=METADATA)
+                except ValueError as exc:  # the channel was closed under us
+                    raise StorageUnavailable(f"etcd: {exc}") from exc
+                future.add_done_callback(completed)
+                try:
+                    await done.wait()
+                except BaseException:
+                    future.cancel()
+                    raise
+                return future.result()
+        except StorageError:
+            self._failures += 1
+            raise
+        finally:
+            self._in_flight -= 1
+
+
+__all__ = [
+    "ClientStatistics",
+    "EtcdClient",
+    "compare_mod",
+    "compare_version",
+    "etcd_errors",
+    "kv_pb2",
+    "mapped",
+    "op_delete",
+    "op_get",
+    "op_put",
+    "prefix_end",
+    "rpc_pb2",
+    "target",
+]
