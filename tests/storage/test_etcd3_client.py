@@ -6,13 +6,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
 import trio
 
 from kapi.errors import OutcomeUnknown, RevisionCompacted, StorageError, StorageUnavailable
-from kapi.storage.etcd3.client import EtcdClient, compare_mod, mapped, op_get, op_put, prefix_end, target
+from kapi.storage.etcd3.client import (
+    EtcdClient,
+    WatchStream,
+    compare_mod,
+    mapped,
+    op_get,
+    op_put,
+    prefix_end,
+    target,
+)
 from tests._needs import require_module
 from tests.storage.etcd_support import EtcdCluster, etcd_cluster
 
@@ -216,3 +226,119 @@ async def test_three_members_one_channel_survives_a_member_killed(tmp_path: Path
                     except StorageUnavailable:
                         await trio.sleep(0.05)
             assert (await client.range(b"/m/k")).kvs[0].value == b"19"
+
+
+# ---------------------------------------------------------------- the Watch stream
+
+
+async def _responses(events: trio.MemoryReceiveChannel[Any], n: int) -> list[Any]:
+    out = []
+    with trio.fail_after(10):
+        while len(out) < n:
+            out.append(await events.receive())
+    return out
+
+
+def _events(responses: list[Any]) -> list[tuple[int, bytes, bytes, bytes]]:
+    return [(e.kv.mod_revision, e.kv.key, e.kv.value, e.prev_kv.value) for r in responses for e in r.events]
+
+
+@pytest.fixture
+async def stream(client: EtcdClient, nursery: trio.Nursery) -> WatchStream:
+    s = WatchStream(client, buffer=100)
+    await nursery.start(s.run)
+    return s
+
+
+@pytest.mark.e2e
+async def test_watches_share_one_stream_and_see_history_then_live(client: EtcdClient, stream: WatchStream) -> None:
+    first = (await client.put(b"/w/a/1", b"x")).header.revision
+    await client.put(b"/w/a/1", b"y")
+    async with stream.watch(b"/w/a/", prefix_end(b"/w/a/"), first) as a, \
+            stream.watch(b"/w/b/", prefix_end(b"/w/b/"), first) as b:
+        await client.put(b"/w/b/1", b"z")
+        got_a: list[Any] = []
+        with trio.fail_after(10):
+            while len(_events(got_a)) < 2:
+                got_a.append(await a.receive())
+        assert _events(got_a) == [(first, b"/w/a/1", b"x", b""), (first + 1, b"/w/a/1", b"y", b"x")]
+        [rb] = await _responses(b, 1)
+        assert _events([rb]) == [(first + 2, b"/w/b/1", b"z", b"")]
+        assert stream.statistics().streams_opened == 1 and stream.statistics().watches == 2
+    assert stream.statistics().watches == 0
+
+
+@pytest.mark.e2e
+async def test_a_watch_at_a_compacted_revision_is_canceled_with_it(client: EtcdClient, stream: WatchStream) -> None:
+    first = (await client.put(b"/w/c", b"1")).header.revision
+    last = (await client.put(b"/w/c", b"2")).header.revision
+    await client.compact(last)
+    async with stream.watch(b"/w/c", b"", first) as events:
+        [r] = await _responses(events, 1)
+        assert r.canceled and r.compact_revision == last
+        with trio.fail_after(5):
+            assert [x async for x in events] == []  # closed after the cancel
+    async with stream.watch(b"/w/c", b"", last) as events:  # at the compacted revision itself: still works
+        [r] = await _responses(events, 1)
+        assert _events([r]) == [(last, b"/w/c", b"2", b"")]  # its prev_kv was compacted away
+
+
+@pytest.mark.e2e
+async def test_request_progress_reaches_every_watch_at_the_current_revision(client: EtcdClient,
+                                                                            stream: WatchStream) -> None:
+    rev = (await client.put(b"/w/p", b"1")).header.revision
+    async with stream.watch(b"/w/none/", prefix_end(b"/w/none/"), rev + 1) as quiet, \
+            stream.watch(b"/w/p", b"", rev + 1) as other:
+        await client.put(b"/w/elsewhere", b"x")
+        await trio.sleep(0.2)  # both watches created on the server
+        stream.request_progress()
+        for events in (quiet, other):
+            with trio.fail_after(5):
+                r = await events.receive()
+                while r.events:  # none expected, but never loop forever
+                    r = await events.receive()
+            assert r.header.revision == rev + 1 and not r.canceled
+
+
+@pytest.mark.e2e
+async def test_a_broken_stream_resumes_every_watch_after_its_last_event(etcd: EtcdCluster, client: EtcdClient,
+                                                                        stream: WatchStream) -> None:
+    rev = (await client.put(b"/w/r/0", b"0")).header.revision
+    async with stream.watch(b"/w/r/", prefix_end(b"/w/r/"), rev) as events:
+        before = await _responses(events, 1)
+        assert _events(before) == [(rev, b"/w/r/0", b"0", b"")]
+        etcd.stop()
+        etcd.members[0].start()
+        await etcd.wait_ready()
+        written = []
+        with trio.fail_after(10):
+            while len(written) < 3:
+                try:
+                    written.append((await client.put(f"/w/r/{len(written) + 1}".encode(), b"v")).header.revision)
+                except StorageUnavailable:
+                    await trio.sleep(0.1)
+        got: list[Any] = []
+        with trio.fail_after(15):
+            while len(_events(got)) < 3:
+                got.append(await events.receive())
+        assert [e[0] for e in _events(got)] == written  # none missed, none repeated
+        assert stream.statistics().streams_opened >= 2
+
+
+@pytest.mark.e2e
+async def test_a_slow_watch_is_closed_without_stalling_the_others(client: EtcdClient, nursery: trio.Nursery) -> None:
+    stream = WatchStream(client, buffer=2)
+    await nursery.start(stream.run)
+    rev = (await client.put(b"/w/s/x", b"")).header.revision
+    async with stream.watch(b"/w/s/", prefix_end(b"/w/s/"), rev + 1) as slow, \
+            stream.watch(b"/w/f/", prefix_end(b"/w/f/"), rev + 1) as fast:
+        await trio.sleep(0.2)
+        for i in range(5):
+            await client.put(f"/w/s/{i}".encode(), b"")
+        await trio.sleep(0.5)  # the slow one is never read: closed when its buffer fills
+        await client.put(b"/w/f/1", b"")
+        [r] = await _responses(fast, 1)
+        assert _events([r])[0][1] == b"/w/f/1"
+        with trio.fail_after(5):
+            left = [x async for x in slow]
+        assert len(left) <= 2 and stream.statistics().closed_slow == 1

@@ -25,15 +25,23 @@ grpcio with the stubs in ``_pb``:
 
   No grpc exception leaves this module; a trio cancellation passes through untouched.
 
+``WatchStream`` carries all of a replica's watches on one bidirectional ``Watch`` stream, told apart
+by a client-chosen ``watch_id``; one thread reads the stream and hands each response to trio with
+back-pressure (it waits until trio has routed it). A broken stream is opened again and every watch
+re-created from its last event's ``mod_revision + 1`` (never from a response header: etcd stamps
+catch-up batches with the current revision, so resuming from a header loses events).
+
 TLS to etcd (``--etcd-cafile`` and friends) is not here yet: the channel is insecure.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+import queue
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Callable, TypeVar
@@ -46,6 +54,8 @@ from kapi.errors import OutcomeUnknown, RevisionCompacted, StorageError, Storage
 from kapi.storage.etcd3._pb import kv_pb2, rpc_pb2, rpc_pb2_grpc
 
 R = TypeVar("R")
+
+logger = logging.getLogger(__name__)
 
 METADATA = (("hasleader", "true"),)
 
@@ -243,6 +253,12 @@ class EtcdClient:
         """``Maintenance.Status`` of the member the call reaches (version, leader, raft index, db size)."""
         return await self._unary(self._maintenance.Status, rpc_pb2.StatusRequest(), write=False)
 
+    def watch_stub(self) -> rpc_pb2_grpc.WatchStub:
+        """The Watch service on this client's channel (for ``WatchStream``)."""
+        if self._closed:
+            raise StorageUnavailable("etcd: client closed")
+        return rpc_pb2_grpc.WatchStub(self._channel)
+
     # ------------------------------------------------------------ the bridge
 
     def _timeout(self) -> float:
@@ -286,9 +302,180 @@ class EtcdClient:
             self._in_flight -= 1
 
 
+# ------------------------------------------------------------------ watch
+
+# etcd answers RequestProgress with this watch_id (clientv3.InvalidWatchID): meant for every watch
+_BROADCAST = -1
+
+
+@dataclass(eq=False)
+class _Watch:
+    watch_id: int
+    key: bytes
+    range_end: bytes
+    next_revision: int  # where a re-created watch starts: the last event's mod_revision + 1
+    prev_kv: bool
+    send: trio.MemorySendChannel[rpc_pb2.WatchResponse]
+
+    def create_request(self) -> rpc_pb2.WatchRequest:
+        return rpc_pb2.WatchRequest(create_request=rpc_pb2.WatchCreateRequest(
+            key=self.key, range_end=self.range_end, start_revision=self.next_revision, prev_kv=self.prev_kv,
+            progress_notify=True, watch_id=self.watch_id))
+
+
+@dataclass(frozen=True, slots=True)
+class WatchStreamStatistics:
+    watches: int
+    streams_opened: int
+    responses: int
+    closed_slow: int
+
+
+class WatchStream:
+    """All of one process's etcd watches on one bidirectional ``Watch`` stream.
+
+    ``run`` owns the stream (and its reader thread) until cancelled and re-opens it when it breaks;
+    ``watch`` opens one watch and yields a bounded channel of etcd's ``WatchResponse`` messages
+    (events with ``prev_kv``, progress notifications with no events, and a last one with
+    ``canceled`` set, e.g. ``compact_revision`` when the start revision was compacted). A watch whose
+    channel is full is closed (its reader sees the end and watches again from its last revision):
+    a slow reader never stalls the others.
+    """
+
+    def __init__(self, client: EtcdClient, *, buffer: int = 1000, retry_s: float = 0.2) -> None:
+        if buffer < 1:
+            raise ValueError("watch buffer must hold at least one response")
+        self._client = client
+        self._buffer = buffer
+        self._retry_s = retry_s
+        self._watches: dict[int, _Watch] = {}
+        self._next_id = 1
+        self._requests: queue.SimpleQueue[rpc_pb2.WatchRequest | None] | None = None
+        self._running = False
+        self._opened = 0
+        self._responses = 0
+        self._closed_slow = 0
+
+    def statistics(self) -> WatchStreamStatistics:
+        return WatchStreamStatistics(watches=len(self._watches), streams_opened=self._opened,
+                                     responses=self._responses, closed_slow=self._closed_slow)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep the stream open until cancelled; ``started()`` once watches may be opened."""
+        self._running = True
+        try:
+            task_status.started()
+            while True:
+                try:
+                    await self._serve_stream()
+                except StorageError as exc:
+                    logger.info("etcd watch stream broke (%s); re-opening", exc)
+                await trio.sleep(self._retry_s)
+        finally:
+            self._running = False
+            self._requests = None
+            for w in list(self._watches.values()):
+                self._close(w)
+
+    @asynccontextmanager
+    async def watch(self, key: bytes, range_end: bytes, start_revision: int, *,
+                    prev_kv: bool = True) -> AsyncIterator[trio.MemoryReceiveChannel[rpc_pb2.WatchResponse]]:
+        """A watch of ``[key, range_end)`` from ``start_revision`` (0: from now) on the shared stream."""
+        await trio.lowlevel.checkpoint()
+        if not self._running:
+            raise StorageUnavailable("etcd watch stream is not running")
+        send, receive = trio.open_memory_channel[rpc_pb2.WatchResponse](self._buffer)
+        w = _Watch(self._next_id, key, range_end, start_revision, prev_kv, send)
+        self._next_id += 1
+        self._watches[w.watch_id] = w
+        self._send(w.create_request())
+        try:
+            async with receive:
+                yield receive
+        finally:
+            if self._watches.pop(w.watch_id, None) is not None:
+                self._send(rpc_pb2.WatchRequest(cancel_request=rpc_pb2.WatchCancelRequest(watch_id=w.watch_id)))
+            send.close()
+
+    def request_progress(self) -> None:
+        """Ask etcd for a progress notification on every watch of the stream (etcd's RequestProgress)."""
+        self._send(rpc_pb2.WatchRequest(progress_request=rpc_pb2.WatchProgressRequest()))
+
+    # ------------------------------------------------------------ internals
+
+    def _send(self, request: rpc_pb2.WatchRequest) -> None:
+        if self._requests is not None:
+            self._requests.put(request)
+        # no stream open: the next one re-creates every watch, and a progress request is moot
+
+    async def _serve_stream(self) -> None:
+        requests: queue.SimpleQueue[rpc_pb2.WatchRequest | None] = queue.SimpleQueue()
+        for w in self._watches.values():
+            requests.put(w.create_request())
+
+        def request_iterator() -> Iterator[rpc_pb2.WatchRequest]:
+            while (request := requests.get()) is not None:
+                yield request
+
+        call = self._client.watch_stub().Watch(request_iterator(), metadata=METADATA)
+        self._requests = requests
+        self._opened += 1
+        token = trio.lowlevel.current_trio_token()
+
+        def read() -> None:  # the reader thread: each response routed in trio before the next is read
+            with etcd_errors(write=False):
+                for response in call:
+                    try:
+                        trio.from_thread.run_sync(self._route, response, trio_token=token)
+                    except trio.RunFinishedError:
+                        return
+            raise StorageUnavailable("etcd: watch stream ended")
+
+        try:
+            await trio.to_thread.run_sync(read, abandon_on_cancel=True)
+        finally:
+            if self._requests is requests:
+                self._requests = None
+            requests.put(None)
+            call.cancel()
+
+    def _route(self, response: rpc_pb2.WatchResponse) -> None:
+        self._responses += 1
+        if response.watch_id == _BROADCAST:
+            for w in list(self._watches.values()):
+                self._deliver(w, response)
+            return
+        w = self._watches.get(response.watch_id)
+        if w is None or (response.created and not response.canceled):
+            return
+        if response.events:
+            w.next_revision = response.events[-1].kv.mod_revision + 1
+        self._deliver(w, response)
+        if response.canceled:
+            self._watches.pop(w.watch_id, None)
+            w.send.close()
+
+    def _deliver(self, w: _Watch, response: rpc_pb2.WatchResponse) -> None:
+        try:
+            w.send.send_nowait(response)
+        except trio.WouldBlock:
+            self._closed_slow += 1
+            self._watches.pop(w.watch_id, None)
+            self._send(rpc_pb2.WatchRequest(cancel_request=rpc_pb2.WatchCancelRequest(watch_id=w.watch_id)))
+            w.send.close()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._watches.pop(w.watch_id, None)
+
+    def _close(self, w: _Watch) -> None:
+        self._watches.pop(w.watch_id, None)
+        w.send.close()
+
+
 __all__ = [
     "ClientStatistics",
     "EtcdClient",
+    "WatchStream",
+    "WatchStreamStatistics",
     "compare_mod",
     "compare_version",
     "etcd_errors",
