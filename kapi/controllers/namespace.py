@@ -16,6 +16,7 @@ from typing import Any
 import trio
 
 from kapi import errors
+from kapi.apis.core.namespaces import FINALIZER
 from kapi.controllers.base import WorkQueue, name_of
 from kapi.controllers.writes import Writer, Writes
 from kapi.object.listopts import ListOptions
@@ -26,7 +27,6 @@ from kapi.registry.store import Registry, WriteOptions
 
 log = logging.getLogger("kapi.controllers")
 Obj = dict[str, Any]
-FINALIZER = "kubernetes"
 
 
 class NamespaceController:
