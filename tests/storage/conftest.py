@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -9,8 +11,10 @@ import pytest
 import trio
 
 from kapi.storage.base import Storage
+from kapi.storage.etcd3.store import EtcdStorage
 from kapi.storage.memory import MemoryStorage
 from kapi.storage.sqlite import SqliteStorage
+from tests.storage.etcd_support import etcd_cluster
 
 BackendFactory = Callable[..., Storage]  # (directory, **options) -> a backend not yet running
 StartStorage = Callable[..., Awaitable[Storage]]
@@ -26,19 +30,29 @@ def sqlite_backend(directory: Path, **options: Any) -> Storage:
     return SqliteStorage(str(directory / "kapi.db"), **options)
 
 
-# A new backend (etcd3) joins the contract suite by adding its factory here,
-# marked to skip when its server is not available.
+def etcd3_backend(directory: Path, *, endpoints: list[str], **options: Any) -> Storage:
+    """An etcd3 backend on the etcd at ``endpoints`` (``directory`` unused: etcd keeps the data)."""
+    return EtcdStorage(endpoints, **options)
+
+
+# A backend whose server is a real process is marked e2e (etcd_support skips it when etcd is not
+# installed); its factory gets the server's endpoints from ``backend_factory``.
 BACKENDS = [
     pytest.param(memory_backend, id="memory"),
     pytest.param(sqlite_backend, id="sqlite"),
+    pytest.param(etcd3_backend, id="etcd3", marks=pytest.mark.e2e),
 ]
 
 
 @pytest.fixture(params=BACKENDS)
-def backend_factory(request: pytest.FixtureRequest) -> BackendFactory:
-    """The factory of the backend under test."""
+async def backend_factory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[BackendFactory]:
+    """The factory of the backend under test (for etcd3: over a fresh 1-member etcd, stopped after)."""
     factory: BackendFactory = request.param
-    return factory
+    if factory is not etcd3_backend:
+        yield factory
+        return
+    async with etcd_cluster(tmp_path, members=1) as cluster:
+        yield partial(etcd3_backend, endpoints=cluster.endpoints)
 
 
 @pytest.fixture

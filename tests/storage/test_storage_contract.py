@@ -37,10 +37,10 @@ async def wait_for_revision(storage: Storage, revision: int) -> None:
 
 
 async def test_create_then_get(storage: Storage) -> None:
-    assert await storage.current_revision() == 0
+    base = await storage.current_revision()  # a fresh store's starting revision (etcd's is 1)
     revision = await storage.create(A, b"\x81\xa1a\x01")
-    assert revision == 1 == await storage.current_revision()
-    assert await storage.get(A) == KeyValue(A, b"\x81\xa1a\x01", 1, 1)
+    assert revision == base + 1 == await storage.current_revision()
+    assert await storage.get(A) == KeyValue(A, b"\x81\xa1a\x01", base + 1, base + 1)
 
 
 async def test_create_existing_key_raises_key_exists(storage: Storage) -> None:
@@ -127,6 +127,7 @@ async def test_values_are_opaque_bytes(storage: Storage) -> None:
 
 
 async def test_concurrent_creates_of_one_key_admit_exactly_one(storage: Storage) -> None:
+    base = await storage.current_revision()
     outcomes: list[str] = []
 
     async def create(i: int) -> None:
@@ -142,7 +143,7 @@ async def test_concurrent_creates_of_one_key_admit_exactly_one(storage: Storage)
             nursery.start_soon(create, i)
     assert sorted(outcomes) == ["created"] + ["exists"] * 31
     assert await storage.count(f"{PODS}other/") == 32
-    assert await storage.current_revision() == 33
+    assert await storage.current_revision() == base + 33
 
 
 async def test_concurrent_compare_and_swap_loses_no_increment(storage: Storage) -> None:
@@ -165,6 +166,7 @@ async def test_concurrent_compare_and_swap_loses_no_increment(storage: Storage) 
 
 
 async def test_current_revision_is_monotonic_and_covers_acknowledged_writes(storage: Storage) -> None:
+    base = await storage.current_revision()
     acknowledged: list[int] = []
     seen: list[int] = []
 
@@ -178,9 +180,9 @@ async def test_current_revision_is_monotonic_and_covers_acknowledged_writes(stor
     async with trio.open_nursery() as nursery:
         for i in range(16):
             nursery.start_soon(write, i)
-    assert sorted(acknowledged) == list(range(1, 161))
+    assert sorted(acknowledged) == list(range(base + 1, base + 161))
     assert seen == sorted(seen)
-    assert await storage.current_revision() == 160
+    assert await storage.current_revision() == base + 160
 
 
 async def test_count(storage: Storage) -> None:
@@ -215,6 +217,7 @@ def keys_of(result: ListResult) -> list[str]:
 
 
 async def test_list_latest_by_prefix_in_key_order(storage: Storage) -> None:
+    base = await storage.current_revision()
     keys = await fill(storage)
     result = await storage.list(PODS)
     assert keys_of(result) == keys
@@ -223,7 +226,7 @@ async def test_list_latest_by_prefix_in_key_order(storage: Storage) -> None:
     assert len((await storage.list("")).items) == 9
     first = (await storage.list(f"{PODS}ns2/")).items[0]
     assert first.value == first.key.encode()
-    assert first.revision == first.create_revision == 1
+    assert first.revision == first.create_revision == base + 1
 
 
 async def test_list_pages_with_start_and_limit(storage: Storage) -> None:
@@ -245,6 +248,7 @@ async def test_list_pages_with_start_and_limit(storage: Storage) -> None:
 
 
 async def test_list_at_historical_revisions(storage: Storage) -> None:
+    base = await storage.current_revision()
     a1 = await storage.create(A, b"a1")
     b1 = await storage.create(B, b"b1")
     a2 = await storage.update(A, b"a2", a1)
@@ -257,7 +261,7 @@ async def test_list_at_historical_revisions(storage: Storage) -> None:
         assert result.revision == revision
         return [(kv.key, kv.value, kv.revision, kv.create_revision) for kv in result.items]
 
-    assert await at(0) == []
+    assert await at(base) == []
     assert await at(a1) == [(A, b"a1", a1, a1)]
     assert await at(b1) == [(A, b"a1", a1, a1), (B, b"b1", b1, b1)]
     assert await at(a2) == [(A, b"a2", a2, a1), (B, b"b1", b1, b1)]
@@ -310,17 +314,19 @@ async def all_events(storage: Storage, prefix: str, from_revision: int) -> list[
 
 
 async def test_compaction_keeps_later_history_and_latest_state(storage: Storage) -> None:
+    base = await storage.current_revision()
     await make_history(storage)
     last = await storage.current_revision()
-    lists = {r: await storage.list(PODS, revision=r) for r in range(last + 1)}
-    history = await all_events(storage, PODS, 0)
+    lists = {r: await storage.list(PODS, revision=r) for r in range(base, last + 1)}
+    history = await all_events(storage, PODS, base)
     latest = await storage.list("")
-    assert [e.revision for e in history] == [r for r in range(1, last + 1) if r != 7]  # 7 is the node
+    node = base + 7
+    assert [e.revision for e in history] == [r for r in range(base + 1, last + 1) if r != node]
 
-    for compact_to in (3, 7, 12, last - 1):
+    for compact_to in (base + 3, node, base + 12, last - 1):
         await storage.compact(compact_to)
         assert storage.compacted_revision() == compact_to
-        for r in range(last + 1):
+        for r in range(base, last + 1):
             if r <= compact_to:
                 with pytest.raises(RevisionCompacted) as info:
                     await storage.list(PODS, revision=r)
@@ -336,15 +342,15 @@ async def test_compaction_keeps_later_history_and_latest_state(storage: Storage)
 
 
 async def test_compact_is_clamped_and_never_goes_back(storage: Storage) -> None:
-    await storage.create(A, b"1")
-    await storage.create(B, b"2")
-    await storage.compact(100)
-    assert storage.compacted_revision() == 2
-    await storage.compact(1)
-    assert storage.compacted_revision() == 2
+    a = await storage.create(A, b"1")
+    b = await storage.create(B, b"2")
+    await storage.compact(b + 100)
+    assert storage.compacted_revision() == b
+    await storage.compact(a)
+    assert storage.compacted_revision() == b
     assert keys_of(await storage.list(PODS)) == [A, B]
     assert (await storage.get(A)).value == b"1"
-    updated = await storage.update(A, b"3", 1)
+    updated = await storage.update(A, b"3", a)
     assert keys_of(await storage.list(PODS, revision=updated)) == [A, B]
 
 
@@ -383,17 +389,18 @@ async def test_watch_from_a_middle_revision(storage: Storage) -> None:
 
 async def test_watch_filters_by_prefix(storage: Storage) -> None:
     await storage.create("/registry/podsx/a", b"")
-    await storage.create(A, b"")
+    a = await storage.create(A, b"")
     async with storage.watch(PODS, 0) as events:
         await storage.create("/registry/podsx/b", b"")
         await storage.create("/registry/nodes/n", b"")
         b = await storage.create(B, b"")
         got = await receive(events, 2)
-    assert [(e.key, e.revision) for e in got] == [(A, 2), (B, b)]
+    assert [(e.key, e.revision) for e in got] == [(A, a), (B, b)]
 
 
 async def test_watch_from_a_future_revision_waits_for_it(storage: Storage) -> None:
-    async with storage.watch(PODS, 2) as events:
+    base = await storage.current_revision()
+    async with storage.watch(PODS, base + 2) as events:
         for key in (A, B, C):
             await storage.create(key, b"")
         got = await receive(events, 1)
@@ -402,7 +409,9 @@ async def test_watch_from_a_future_revision_waits_for_it(storage: Storage) -> No
 
 async def test_watch_sees_every_revision_under_concurrent_writers(storage: Storage) -> None:
     writers, per_writer = 16, 20
+    base = await storage.current_revision()
     total = writers * per_writer * 2
+    last = base + total
     results: dict[str, list[int]] = {}
 
     async def write(i: int) -> None:
@@ -417,34 +426,35 @@ async def test_watch_sees_every_revision_under_concurrent_writers(storage: Stora
             with trio.fail_after(20):
                 async for event in events:
                     got.append(event.revision)
-                    if event.revision == total:
+                    if event.revision == last:
                         return
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch, "from-start", 0)
+        nursery.start_soon(watch, "from-start", base)
         for i in range(writers):
             nursery.start_soon(write, i)
-        await wait_for_revision(storage, 100)
+        await wait_for_revision(storage, base + 100)
         # Joins while writes are in flight: replay and live must meet without gap or repeat.
-        nursery.start_soon(watch, "mid-replay", 0)
+        nursery.start_soon(watch, "mid-replay", base)
         joined_at = await storage.current_revision()
         nursery.start_soon(watch, "mid-live", joined_at)
-    assert results["from-start"] == list(range(1, total + 1))
-    assert results["mid-replay"] == list(range(1, total + 1))
-    assert results["mid-live"] == list(range(joined_at + 1, total + 1))
+    assert results["from-start"] == list(range(base + 1, last + 1))
+    assert results["mid-replay"] == list(range(base + 1, last + 1))
+    assert results["mid-live"] == list(range(joined_at + 1, last + 1))
 
 
 async def test_slow_subscriber_is_closed_and_can_resume(start_storage: StartStorage) -> None:
     storage = await start_storage(watch_buffer=4)
-    async with storage.watch(PODS, 0) as events:
+    base = await storage.current_revision()
+    async with storage.watch(PODS, base) as events:
         for i in range(10):
             await storage.create(f"{PODS}{i}", b"")
         with trio.fail_after(10):
             got = [event.revision async for event in events]  # ends: the watch was closed
-    assert got == [1, 2, 3, 4]
+    assert got == [base + 1, base + 2, base + 3, base + 4]
     async with storage.watch(PODS, got[-1]) as events:
         # The replay waits for the reader, so it may be longer than the buffer.
-        assert [e.revision for e in await receive(events, 6)] == list(range(5, 11))
+        assert [e.revision for e in await receive(events, 6)] == list(range(base + 5, base + 11))
 
 
 async def test_watch_closes_when_backend_stops(backend_factory: BackendFactory, tmp_path: Path) -> None:
@@ -459,13 +469,14 @@ async def test_watch_closes_when_backend_stops(backend_factory: BackendFactory, 
 
     async with trio.open_nursery() as nursery:
         await nursery.start(serve)
-        await backend.create(A, b"")
-        async with backend.watch(PODS, 0) as replaying, backend.watch(PODS, 1) as live:
+        base = await backend.current_revision()
+        a = await backend.create(A, b"")
+        async with backend.watch(PODS, base) as replaying, backend.watch(PODS, a) as live:
             scope.cancel()
             with trio.fail_after(10):
                 await stopped.wait()
                 assert [e async for e in live] == []
-                assert [e.revision async for e in replaying] in ([], [1])
+                assert [e.revision async for e in replaying] in ([], [a])
     with pytest.raises(StorageUnavailable):
         await backend.create(B, b"")
     with pytest.raises(StorageUnavailable):
