@@ -31,10 +31,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tokens = root / "tokens.csv"
     tokens.write_text(f'{token(ADMIN)},{ADMIN},uid-{ADMIN},"system:masters"\n'
                       f'{token(USER)},{USER},uid-{USER},"h30-users"\n')
-    # a queued request may wait a quarter of the request timeout: 2 s, then 429 time-out
+    # The held admin requests must outlive a borrowing adjustment (every 10 s) on a loaded machine: a
+    # long request timeout. (A queued request may wait a quarter of it, then 429 time-out.)
     srv = start_server(root / "data", "--authorization-mode", "AlwaysAllow", "--token-auth-file", str(tokens),
                        "--max-requests-inflight", "4", "--max-mutating-requests-inflight", "2",
-                       "--request-timeout", "8s", "--log-level", "warning")
+                       "--request-timeout", "120s", "--log-level", "warning")
     try:
         wait_for(lambda: srv.request("GET", "/readyz")[0] == 200, "the server to be ready")
         wait_for(lambda: srv.request("GET", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/global-default")[0]
