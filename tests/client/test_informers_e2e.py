@@ -72,13 +72,16 @@ async def fresh_list(client: Client) -> dict[str, str]:
     return {key(o): rv(o) for o in page["items"]}
 
 
-async def wait_until_equal(informers: list[Informer], client: Client, timeout_s: float = 60.0) -> dict[str, str]:
-    """The server's state once every informer's store holds exactly it (fails with a diff after ``timeout_s``)."""
+async def wait_until_equal(informers: list[Informer], client: Client, timeout_s: float = 60.0,
+                           models: list[Model] = ()) -> dict[str, str]:
+    """The server's state once every informer's store holds exactly it and every model's handlers have
+    caught up with it (fails with a diff after ``timeout_s``). Handlers run in their own tasks, after
+    the store changed, so a store can equal the server a moment before its handlers have heard of it."""
     with trio.move_on_after(timeout_s):
         while True:
             truth = await fresh_list(client)
             stores = [{key(o): rv(o) for o in inf.store.list()} for inf in informers]
-            if all(s == truth for s in stores):
+            if all(s == truth for s in stores) and all(m.objs == truth for m in models):
                 return truth
             await trio.sleep(0.2)
     truth = await fresh_list(client)
@@ -231,7 +234,7 @@ async def soak_ten_informers(tmp_path: Path, watch_list: bool) -> None:
                     cluster.informer_proxy.thaw()
                 assert writers.done >= 6_000
 
-                truth = await wait_until_equal(informers, admin)
+                truth = await wait_until_equal(informers, admin, models=models)
                 assert len(truth) > 50  # the writes left a real state behind
                 for i, (inf, model) in enumerate(zip(informers, models)):
                     assert model.errors == [], f"informer {i}: {model.errors[:5]}"
