@@ -6,6 +6,10 @@ extra, found beside the interpreter or on PATH) with ``--unsafe-no-fsync`` and
 ``Maintenance.Status`` with a leader, and on exit stops each member by its PID (SIGTERM, then SIGKILL
 after a timeout: a member whose peers are gone can take ~10 s to exit) and removes the data dirs.
 A test that uses it starts processes, so it is marked ``e2e`` (``require_e2e`` checks that).
+
+``etcd_cluster(directory, tls=make_tls(directory))`` serves clients over TLS only (``https://``
+client URLs, ``--client-cert-auth`` against a CA made in the test; peers stay plain http), and
+``cluster.client_options()`` gives ``EtcdClient``/``EtcdStorage`` the CA and a client certificate.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import trio
 from kapi.errors import StorageError
 from kapi.storage.etcd3.client import EtcdClient
 from tests._needs import require
+from tests.chain.authn_helpers import issue, make_ca
 from tests.conftest import require_e2e
 
 READY_TIMEOUT_S = 20.0
@@ -48,6 +53,30 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True)
+class EtcdTls:
+    """A CA, etcd's serving certificate (``localhost``, ``127.0.0.1``) and a client certificate, as files."""
+
+    cafile: str
+    server_certfile: str
+    server_keyfile: str
+    certfile: str
+    keyfile: str
+
+    def client_options(self) -> dict[str, str]:
+        """``cafile``, ``certfile``, ``keyfile`` for ``EtcdClient``/``EtcdStorage``."""
+        return {"cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile}
+
+
+def make_tls(directory: Path, name: str = "etcd") -> EtcdTls:
+    """Certificates for an etcd served over TLS, written under ``directory`` (file names start with ``name``)."""
+    ca = make_ca(f"{name}-ca")
+    ca_path, _ = ca.write(directory, f"{name}-ca")
+    server = issue(ca, f"{name}-server", server=True).write(directory, f"{name}-server")
+    client = issue(ca, f"{name}-client").write(directory, f"{name}-client")
+    return EtcdTls(str(ca_path), str(server[0]), str(server[1]), str(client[0]), str(client[1]))
+
+
 @dataclass
 class Member:
     name: str
@@ -60,6 +89,7 @@ class Member:
 
     @property
     def endpoint(self) -> str:
+        """``host:port`` (``https://host:port`` over TLS)."""
         return self.client_url.removeprefix("http://")
 
     def start(self) -> None:
@@ -93,6 +123,11 @@ class Member:
 @dataclass
 class EtcdCluster:
     members: list[Member]
+    tls: EtcdTls | None = None
+
+    def client_options(self) -> dict[str, str]:
+        """The TLS options of a client of this cluster (none without TLS)."""
+        return self.tls.client_options() if self.tls else {}
 
     @property
     def endpoints(self) -> list[str]:
@@ -109,7 +144,7 @@ class EtcdCluster:
             for m in self.members:
                 if not m.running():
                     continue
-                async with EtcdClient([m.endpoint], call_timeout_s=0.5) as client:
+                async with EtcdClient([m.endpoint], call_timeout_s=0.5, **self.client_options()) as client:
                     while True:
                         if not m.running():
                             raise AssertionError(f"etcd member {m.name} exited:\n{m.log_tail()}")
@@ -125,15 +160,20 @@ class EtcdCluster:
 
 
 @asynccontextmanager
-async def etcd_cluster(directory: Path, members: int = 1) -> AsyncIterator[EtcdCluster]:
-    """``members`` etcd members on free loopback ports under ``directory``, ready; stopped and removed after."""
+async def etcd_cluster(directory: Path, members: int = 1, *, tls: EtcdTls | None = None) -> AsyncIterator[EtcdCluster]:
+    """``members`` etcd members on free loopback ports under ``directory``, ready; stopped and removed after.
+
+    With ``tls``, clients must speak TLS and present a certificate of ``tls``'s CA.
+    """
     require_e2e("a real etcd")
     binary = etcd_binary()
+    scheme = "https" if tls else "http"
     cluster = EtcdCluster([
-        Member(name=f"m{i}", client_url=f"http://127.0.0.1:{free_port()}", peer_url=f"http://127.0.0.1:{free_port()}",
+        Member(name=f"m{i}", client_url=f"{scheme}://127.0.0.1:{free_port()}",
+               peer_url=f"http://127.0.0.1:{free_port()}",
                data_dir=directory / f"etcd-m{i}.data", log=directory / f"etcd-m{i}.log")
         for i in range(members)
-    ])
+    ], tls)
     initial = ",".join(f"{m.name}={m.peer_url}" for m in cluster.members)
     token = f"kapi-test-{os.getpid()}-{cluster.members[0].peer_url.rsplit(':', 1)[1]}"  # one per cluster
     for m in cluster.members:
@@ -144,6 +184,9 @@ async def etcd_cluster(directory: Path, members: int = 1) -> AsyncIterator[EtcdC
                   "--initial-cluster-token", token,
                   "--unsafe-no-fsync", "--experimental-watch-progress-notify-interval=1s",
                   "--log-level", "warn"]
+        if tls:
+            m.args += ["--cert-file", tls.server_certfile, "--key-file", tls.server_keyfile,
+                       "--trusted-ca-file", tls.cafile, "--client-cert-auth"]
     try:
         for m in cluster.members:
             m.start()

@@ -54,7 +54,7 @@ def test_target_one_endpoint_is_plain_and_several_are_round_robin() -> None:
     with pytest.raises(ValueError):
         target(["a.example:1", "b.example:2"])
     with pytest.raises(ValueError):
-        target(["https://127.0.0.1:2379"])
+        target(["unix://127.0.0.1:2379"])
 
 
 def test_prefix_end() -> None:

@@ -31,7 +31,14 @@ back-pressure (it waits until trio has routed it). A broken stream is opened aga
 re-created from its last event's ``mod_revision + 1`` (never from a response header: etcd stamps
 catch-up batches with the current revision, so resuming from a header loses events).
 
-TLS to etcd (``--etcd-cafile`` and friends) is not here yet: the channel is insecure.
+**TLS** (kube's ``--etcd-cafile``, ``--etcd-certfile``, ``--etcd-keyfile``): ``https://`` endpoints get
+a secure channel that trusts ``cafile`` only, and presents ``certfile``/``keyfile`` as the client
+certificate when given (for etcd's ``--client-cert-auth``). All endpoints share one scheme. grpc
+checks the server's certificate against one name per channel: for one endpoint its host; for several
+(one ``ipv4:``/``ipv6:`` target, whose authority is the address list) the channel sets
+``grpc.ssl_target_name_override`` to the *first* endpoint's host, so every member's certificate must
+name that host too (an IP SAN, or a DNS name all members' certificates carry). A failed handshake
+(wrong CA, refused client certificate) fails a call at once as ``StorageUnavailable``, naming it.
 """
 
 from __future__ import annotations
@@ -73,22 +80,32 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
 ]
 
 
-def _host_port(endpoint: str) -> tuple[str, int]:
-    """``host``, ``port`` of ``http://h:p``, ``h:p`` or ``[v6]:p`` (etcd's client URLs)."""
+def _split(endpoint: str) -> tuple[bool, str, int]:
+    """``tls``, ``host``, ``port`` of ``http://h:p``, ``https://h:p``, ``h:p`` or ``[v6]:p`` (etcd's client URLs)."""
     split = urlsplit(endpoint if "//" in endpoint else "//" + endpoint)
-    if split.scheme not in ("", "http"):
-        raise ValueError(f"etcd endpoint {endpoint!r}: only http:// is supported (TLS to etcd is not yet)")
+    if split.scheme not in ("", "http", "https"):
+        raise ValueError(f"etcd endpoint {endpoint!r}: expected http:// or https://")
     if not split.hostname or split.port is None:
         raise ValueError(f"etcd endpoint {endpoint!r}: expected host:port")
-    return split.hostname, split.port
+    return split.scheme == "https", split.hostname, split.port
+
+
+def _tls(endpoints: Sequence[str]) -> bool:
+    """Whether ``endpoints`` are ``https://`` (all of them; a mix is a ``ValueError``)."""
+    schemes = {_split(e)[0] for e in endpoints}
+    if len(schemes) > 1:
+        raise ValueError(f"etcd endpoints mix http:// and https:// (got {list(endpoints)})")
+    return schemes == {True}
 
 
 def target(endpoints: Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
     """The grpc target and extra channel options for ``endpoints``: ``host:port`` for one, an
-    ``ipv4:``/``ipv6:`` address list with ``round_robin`` for several (IP addresses only)."""
+    ``ipv4:``/``ipv6:`` address list with ``round_robin`` for several (IP addresses only; over TLS
+    with the first one's host as the name every certificate is checked against)."""
     if not endpoints:
         raise ValueError("no etcd endpoints")
-    hosts = [_host_port(e) for e in endpoints]
+    tls = _tls(endpoints)
+    hosts = [_split(e)[1:] for e in endpoints]
     if len(hosts) == 1:
         host, port = hosts[0]
         return (f"[{host}]:{port}" if ":" in host else f"{host}:{port}"), []
@@ -102,7 +119,39 @@ def target(endpoints: Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
         joined = "ipv6:" + ",".join(f"[{a}]:{p}" for a, p in addrs)
     else:
         raise ValueError(f"etcd endpoints mix IPv4 and IPv6 (got {list(endpoints)})")
-    return joined, [("grpc.lb_policy_name", "round_robin")]
+    options: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin")]
+    if tls:
+        options.append(("grpc.ssl_target_name_override", hosts[0][0]))
+    return joined, options
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def credentials(endpoints: Sequence[str], *, cafile: str | None = None, certfile: str | None = None,
+                keyfile: str | None = None) -> grpc.ChannelCredentials | None:
+    """The channel's TLS credentials for ``endpoints`` (``None``: plain ``http://``).
+
+    ``https://`` needs ``cafile`` (etcd's CA, the only one trusted); ``certfile`` and ``keyfile`` (the
+    client certificate) come together. TLS files with ``http://`` endpoints are a ``ValueError``
+    rather than silently unused.
+    """
+    files = {"cafile": cafile, "certfile": certfile, "keyfile": keyfile}
+    given = [name for name, path in files.items() if path]
+    if not _tls(endpoints):
+        if given:
+            raise ValueError(f"etcd TLS files ({', '.join(given)}) given, but the endpoints are not https:// "
+                             f"(got {list(endpoints)})")
+        return None
+    if not cafile:
+        raise ValueError(f"https:// etcd endpoints need the CA file of etcd's server certificates (got {list(endpoints)})")
+    if bool(certfile) != bool(keyfile):
+        raise ValueError("the etcd client certificate needs both certfile and keyfile")
+    return grpc.ssl_channel_credentials(root_certificates=_read(cafile),
+                                        private_key=_read(keyfile) if keyfile else None,
+                                        certificate_chain=_read(certfile) if certfile else None)
 
 
 @contextmanager
@@ -181,11 +230,15 @@ class EtcdClient:
     ``kapi.errors.StorageError`` subclasses (and ``trio.Cancelled``).
     """
 
-    def __init__(self, endpoints: Sequence[str], *, call_timeout_s: float = 5.0) -> None:
+    def __init__(self, endpoints: Sequence[str], *, call_timeout_s: float = 5.0, cafile: str | None = None,
+                 certfile: str | None = None, keyfile: str | None = None) -> None:
         self.endpoints = tuple(endpoints)
         self.call_timeout_s = call_timeout_s
         self._target, options = target(self.endpoints)
-        self._channel = grpc.insecure_channel(self._target, options=_CHANNEL_OPTIONS + options)
+        creds = credentials(self.endpoints, cafile=cafile, certfile=certfile, keyfile=keyfile)
+        options = _CHANNEL_OPTIONS + options
+        self._channel = (grpc.insecure_channel(self._target, options=options) if creds is None
+                         else grpc.secure_channel(self._target, creds, options=options))
         self._kv = rpc_pb2_grpc.KVStub(self._channel)
         self._maintenance = rpc_pb2_grpc.MaintenanceStub(self._channel)
         self._closed = False
@@ -478,6 +531,7 @@ __all__ = [
     "WatchStreamStatistics",
     "compare_mod",
     "compare_version",
+    "credentials",
     "etcd_errors",
     "kv_pb2",
     "mapped",

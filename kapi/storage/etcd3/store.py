@@ -32,7 +32,17 @@ from kapi.errors import KeyExists, KeyNotFound, RevisionCompacted, RevisionConfl
 from kapi.storage import _paging
 from kapi.storage._keys import prefix_end, range_start
 from kapi.storage.base import Event, KeyValue, ListResult, Predicate
-from kapi.storage.etcd3.client import EtcdClient, WatchStream, compare_mod, kv_pb2, op_delete, op_get, op_put, rpc_pb2
+from kapi.storage.etcd3.client import (
+    EtcdClient,
+    WatchStream,
+    compare_mod,
+    credentials,
+    kv_pb2,
+    op_delete,
+    op_get,
+    op_put,
+    rpc_pb2,
+)
 
 if TYPE_CHECKING:
     from kapi.object.listopts import ListOptions
@@ -86,10 +96,17 @@ class _Sub:
 
 
 class EtcdStorage:
-    """``Storage`` over one etcd cluster (``endpoints``), through ``EtcdClient`` and one ``WatchStream``."""
+    """``Storage`` over one etcd cluster (``endpoints``), through ``EtcdClient`` and one ``WatchStream``.
 
-    def __init__(self, endpoints: Sequence[str], *, watch_buffer: int = 1000, call_timeout_s: float = 5.0) -> None:
+    ``https://`` endpoints take ``cafile`` and, for etcd's ``--client-cert-auth``, ``certfile`` and
+    ``keyfile`` (``EtcdClient``'s TLS; wrong combinations are a ``ValueError`` here, at once).
+    """
+
+    def __init__(self, endpoints: Sequence[str], *, cafile: str | None = None, certfile: str | None = None,
+                 keyfile: str | None = None, watch_buffer: int = 1000, call_timeout_s: float = 5.0) -> None:
         self._endpoints = list(endpoints)
+        self._tls = {"cafile": cafile, "certfile": certfile, "keyfile": keyfile}
+        credentials(self._endpoints, **self._tls)  # a ValueError now, not when run() starts
         self._watch_buffer = watch_buffer
         self._call_timeout_s = call_timeout_s
         self._client: EtcdClient | None = None
@@ -101,7 +118,7 @@ class EtcdStorage:
         self._delivered = trio.Event()  # set (and replaced) whenever a watch delivers or closes
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with EtcdClient(self._endpoints, call_timeout_s=self._call_timeout_s) as client:
+        async with EtcdClient(self._endpoints, call_timeout_s=self._call_timeout_s, **self._tls) as client:
             stream = WatchStream(client, buffer=self._watch_buffer)
             async with trio.open_nursery() as nursery:
                 await nursery.start(stream.run)
