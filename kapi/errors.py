@@ -4,7 +4,7 @@
 
     KapiError
     ├── StorageError            no HTTP knowledge
-    │     KeyNotFound, KeyExists, RevisionConflict, RevisionCompacted,
+    │     KeyNotFound, KeyExists, RevisionConflict, RevisionCompacted, RevisionInFuture,
     │     StorageUnavailable (OutcomeUnknown), CorruptObject
     └── StatusError             class attributes ``code`` and ``reason``
           BadRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
@@ -66,6 +66,11 @@ class RevisionCompacted(StorageError):
 
     ``revision`` is the compacted revision.
     """
+
+
+class RevisionInFuture(StorageError):
+    """A read asked for a revision above the store's current one (etcd's "required revision is a future
+    revision"); ``revision`` is the one asked for when the backend knows it (else 0)."""
 
 
 class StorageUnavailable(StorageError):

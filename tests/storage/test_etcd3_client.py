@@ -12,7 +12,7 @@ import grpc
 import pytest
 import trio
 
-from kapi.errors import OutcomeUnknown, RevisionCompacted, StorageError, StorageUnavailable
+from kapi.errors import OutcomeUnknown, RevisionCompacted, RevisionInFuture, StorageError, StorageUnavailable
 from kapi.storage.etcd3.client import (
     EtcdClient,
     WatchStream,
@@ -92,10 +92,10 @@ def test_grpc_failures_map_to_storage_errors(code: grpc.StatusCode, details: str
     assert details in str(err)
 
 
-def test_future_revision_is_a_plain_storage_error() -> None:
+def test_future_revision_is_its_own_error() -> None:
     err = mapped(_Failed(grpc.StatusCode.OUT_OF_RANGE, "etcdserver: mvcc: required revision is a future revision"),
                  write=False)
-    assert type(err) is StorageError
+    assert type(err) is RevisionInFuture
 
 
 # ---------------------------------------------------------------- against etcd
@@ -155,8 +155,9 @@ async def test_a_compacted_revision_is_revision_compacted(client: EtcdClient) ->
     assert (await client.range(b"/c/k", revision=last)).kvs[0].value == b"3"  # the compacted revision itself
     with pytest.raises(RevisionCompacted):
         await client.compact(first)
-    with pytest.raises(StorageError, match="future revision"):
+    with pytest.raises(RevisionInFuture, match="future revision") as future:
         await client.range(b"/c/k", revision=last + 100)
+    assert future.value.revision == last + 100
 
 
 @pytest.mark.e2e

@@ -16,7 +16,7 @@ grpcio with the stubs in ``_pb``:
 
   ====================================================  ======================================
   OUT_OF_RANGE "required revision has been compacted"   RevisionCompacted
-  OUT_OF_RANGE "required revision is a future revision"  StorageError (the revision asked for)
+  OUT_OF_RANGE "required revision is a future revision"  RevisionInFuture
   DEADLINE_EXCEEDED, or UNAVAILABLE "request timed out"  OutcomeUnknown for a write, else
   / "leader changed", after a write was sent             StorageUnavailable
   any other status (UNAVAILABLE: unreachable, no         StorageUnavailable
@@ -57,7 +57,7 @@ from urllib.parse import urlsplit
 import grpc
 import trio
 
-from kapi.errors import OutcomeUnknown, RevisionCompacted, StorageError, StorageUnavailable
+from kapi.errors import OutcomeUnknown, RevisionCompacted, RevisionInFuture, StorageError, StorageUnavailable
 from kapi.storage.etcd3._pb import kv_pb2, rpc_pb2, rpc_pb2_grpc
 
 R = TypeVar("R")
@@ -172,7 +172,7 @@ def mapped(exc: grpc.RpcError, *, write: bool) -> StorageError:
     if code is grpc.StatusCode.OUT_OF_RANGE and _COMPACTED in details:
         return RevisionCompacted(message)
     if code is grpc.StatusCode.OUT_OF_RANGE and _FUTURE in details:
-        return StorageError(message)
+        return RevisionInFuture(message)
     if write and (code is grpc.StatusCode.DEADLINE_EXCEEDED
                   or (code is grpc.StatusCode.UNAVAILABLE and any(s in details for s in _WRITE_UNKNOWN))):
         return OutcomeUnknown(f"{message} (the write may or may not have been applied)")
@@ -270,11 +270,15 @@ class EtcdClient:
         """``KV.Range`` of ``[key, range_end)`` (``key`` alone when ``range_end`` is empty), sorted by key.
 
         ``limit`` 0 is no limit; ``revision`` 0 is the latest (a linearizable read unless
-        ``serializable``).
+        ``serializable``); a ``revision`` above the current one is ``RevisionInFuture`` (with it).
         """
         req = rpc_pb2.RangeRequest(key=key, range_end=range_end, limit=limit, revision=revision,
                                    keys_only=keys_only, count_only=count_only, serializable=serializable)
-        return await self._unary(self._kv.Range, req, write=False)
+        try:
+            return await self._unary(self._kv.Range, req, write=False)
+        except RevisionInFuture as exc:
+            exc.revision = revision
+            raise
 
     async def put(self, key: bytes, value: bytes, *, prev_kv: bool = False) -> rpc_pb2.PutResponse:
         """``KV.Put`` (unconditional; the backend writes through ``txn``)."""

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, AsyncIterator, Sequence, TypeVar
 
 import trio
 
-from kapi.errors import KeyExists, KeyNotFound, RevisionCompacted, RevisionConflict, StorageError, StorageUnavailable
+from kapi.errors import (
+    KeyExists,
+    KeyNotFound,
+    RevisionCompacted,
+    RevisionConflict,
+    RevisionInFuture,
+    StorageError,
+    StorageUnavailable,
+)
 from kapi.storage import _paging
 from kapi.storage._keys import prefix_end, range_start
 from kapi.storage.base import Event, KeyValue, ListResult, Predicate
@@ -215,9 +223,7 @@ class EtcdStorage:
             resp = await client.range(low, _end(prefix), limit=limit or 0, revision=revision or 0)
         except RevisionCompacted as exc:
             raise RevisionCompacted(str(exc), revision=self._compacted) from exc
-        except StorageError as exc:
-            if "future revision" not in str(exc):
-                raise
+        except RevisionInFuture:
             resp = await client.range(low, _end(prefix), limit=limit or 0)  # above current: the current state
             revision = None
         items = [_kv(kv) for kv in resp.kvs]
