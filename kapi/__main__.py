@@ -272,6 +272,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-body-bytes", type=_count, default=d.max_body_bytes, help="larger bodies get 413")
     s.add_argument("--max-object-bytes", type=_count, default=d.max_object_bytes,
                    help="the largest stored object (etcd's default --max-request-bytes); a larger write is 413")
+    # Replicas on one datastore (k3s's --token, --token-file, --tls-san; kube's --advertise-address).
+    s.add_argument("--token", default="",
+                   help="join token: the first server stores the CA, admin credentials and service-account key in "
+                        "the datastore encrypted with it; servers started later with the same token use them")
+    s.add_argument("--token-file", default="", help="a file holding the join token (instead of --token)")
+    s.add_argument("--advertise-address", default="",
+                   help="the IP this server publishes in the kubernetes Service's Endpoints and its identity "
+                        "Lease (default: --bind-address)")
+    s.add_argument("--tls-san", type=_list, action="append", default=[], metavar="NAME[,NAME]",
+                   help="more DNS names or IPs for this server's serving certificate, such as a load balancer's "
+                        "(repeatable, comma-separated)")
     s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"),
                    help="the least severe log level written (debug also shows tracebacks)")
     k = sub.add_parser(
@@ -362,6 +373,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
         max_body_bytes=args.max_body_bytes,
         max_object_bytes=args.max_object_bytes,
         log_level=args.log_level,
+        token=args.token,
+        token_file=args.token_file,
+        advertise_address=args.advertise_address,
+        tls_sans=tuple(name for names in args.tls_san for name in names),
     )
 
 

@@ -78,4 +78,9 @@ class Config:
     shutdown_timeout_s: float = 10.0
     max_body_bytes: int = 3 * 1024 * 1024
     max_object_bytes: int = 1_572_864  # etcd's default --max-request-bytes
+    # --- replicas on one datastore (kapi.server.replica)
+    token: str = ""  # k3s's --token: the join token that encrypts the shared bootstrap data
+    token_file: str = ""  # k3s's --token-file: the token in a file
+    advertise_address: str = ""  # kube's: the IP published in the kubernetes Endpoints ("": the bind address)
+    tls_sans: tuple[str, ...] = ()  # k3s's --tls-san: more names and IPs in this replica's serving certificate
     log_level: str = "info"

@@ -9,9 +9,11 @@ import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import yaml
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -85,8 +87,19 @@ def _cert(subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePub
     return builder.sign(signing_key, hashes.SHA256())
 
 
-def ensure_pki(data_dir: Path, bind_address: str) -> Pki:
-    """Make the CA, serving certificate and admin token on first start; reuse them later."""
+# What every replica of one cluster shares (``kapi.server.replica.shared``): the CA, the admin
+# credentials and the service-account signing key. The serving certificate and key are each replica's own.
+SHARED_FILES = ("ca.crt", "ca.key", "admin.crt", "admin.key", "admin.token", "sa.key")
+
+
+def ensure_pki(data_dir: Path, bind_address: str, names: Sequence[str] = ()) -> Pki:
+    """Make the CA, serving certificate and admin token on first start; reuse them later.
+
+    The serving certificate names localhost, the ``kubernetes`` Service's names and addresses,
+    ``bind_address`` and ``names`` (--advertise-address, --tls-san: IP addresses or DNS names); it
+    is made again when it lacks one of them or was not signed by the CA (a replica that took
+    the cluster's CA).
+    """
     pki = data_dir / "pki"
     pki.mkdir(mode=0o700, parents=True, exist_ok=True)
     _tighten(pki)
@@ -102,13 +115,11 @@ def ensure_pki(data_dir: Path, bind_address: str) -> Pki:
         srv_cert_path.unlink(missing_ok=True)
     ca_key = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
     ca_cert = x509.load_pem_x509_certificate(ca_cert_path.read_bytes())
-    ips = set(_IPS)
-    if bind_address not in ("0.0.0.0", "::", ""):
-        ips.add(bind_address)
-    if not srv_cert_path.exists() or _missing_ip(srv_cert_path, ips):
+    ips, dns = _serving_names((bind_address, *names))
+    if not srv_cert_path.exists() or _stale(srv_cert_path, ca_cert, ips, dns):
         key = _key()
-        sans: list[x509.GeneralName] = [x509.DNSName(n) for n in _DNS_NAMES]
-        sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in sorted(ips)]
+        sans: list[x509.GeneralName] = [x509.DNSName(n) for n in sorted(dns)]
+        sans += [x509.IPAddress(ip) for ip in sorted(ips, key=lambda ip: (ip.version, ip))]
         cert = _cert(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]), ca_cert.subject,
                      key.public_key(), ca_key, ca=False, days=365, sans=sans)  # type: ignore[arg-type]
         _write_private(srv_key_path, _pem_key(key))
@@ -128,14 +139,35 @@ def ensure_pki(data_dir: Path, bind_address: str) -> Pki:
                token_path.read_text().strip())
 
 
-def _missing_ip(cert_path: Path, ips: set[str]) -> bool:
+_IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _serving_names(names: Sequence[str]) -> tuple[set[_IPAddress], set[str]]:
+    """The serving certificate's IP addresses and DNS names: kapi's own and ``names`` (unspecified
+    addresses, which no client dials, left out)."""
+    ips: set[_IPAddress] = {ipaddress.ip_address(ip) for ip in _IPS}
+    dns = set(_DNS_NAMES)
+    for name in filter(None, (n.strip().strip("[]") for n in names)):
+        try:
+            ip = ipaddress.ip_address(name)
+        except ValueError:
+            dns.add(name.lower())
+            continue
+        if not ip.is_unspecified:
+            ips.add(ip)
+    return ips, dns
+
+
+def _stale(cert_path: Path, ca_cert: x509.Certificate, ips: set[_IPAddress], dns: set[str]) -> bool:
+    """True when the serving certificate lacks a name it should have or was not signed by ``ca_cert``."""
     cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
     try:
+        cert.verify_directly_issued_by(ca_cert)
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    except x509.ExtensionNotFound:
+    except (x509.ExtensionNotFound, ValueError, TypeError, InvalidSignature):
         return True
-    have = {str(ip) for ip in san.get_values_for_type(x509.IPAddress)}
-    return not {str(ipaddress.ip_address(i)) for i in ips} <= have
+    return not (ips <= set(san.get_values_for_type(x509.IPAddress))
+                and dns <= set(san.get_values_for_type(x509.DNSName)))
 
 
 def write_kubeconfig(path: Path, server: str, pki: Pki) -> None:

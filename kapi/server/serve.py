@@ -58,6 +58,7 @@ from kapi.metrics import Metrics
 from kapi.chain.authn.serviceaccount import ServiceAccountTokens, load_private_key
 from kapi.controllers.serviceaccounttoken import TokensController
 from kapi.server.pki import ensure_pki, ensure_service_account_key, write_kubeconfig
+from kapi.server.replica.shared import join_cluster
 from kapi.server.supervise import FatalError, supervise
 from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
@@ -207,8 +208,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                     "KAPI_NO_EXTENSIONS=1 chooses the pure twins without this warning)")
     data_dir = Path(config.data_dir)
     prepare_data_dir(data_dir)
+    if config.token or config.token_file:  # replicas share the CA and credentials through the datastore
+        await join_cluster(make_storage(config, data_dir), config, data_dir)
     try:
-        pki = ensure_pki(data_dir, config.bind_address)
+        pki = ensure_pki(data_dir, config.bind_address, (config.advertise_address, *config.tls_sans))
     except (OSError, ValueError) as exc:  # unreadable, or not PEM
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise FatalError(f"certificates in {data_dir / 'pki'}: {detail} "
