@@ -57,8 +57,15 @@ class KeyExists(StorageError):
 class RevisionConflict(StorageError):
     """A compare-and-swap saw another revision than expected.
 
-    ``revision`` is the key's current revision (0 if it no longer exists).
+    ``revision`` is the key's current revision (0 if it no longer exists). ``current`` is the key's
+    current ``kapi.storage.base.KeyValue`` as the failed compare read it (etcd's ``Else Get``), or
+    ``None`` when the backend did not read it: a retry starts from it instead of reading again
+    (kube's GuaranteedUpdate). Typed ``Any`` here: this layer does not import storage.
     """
+
+    def __init__(self, message: str = "", *, key: str = "", revision: int = 0, current: Any = None) -> None:
+        super().__init__(message, key=key, revision=revision)
+        self.current = current
 
 
 class RevisionCompacted(StorageError):

@@ -54,8 +54,12 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
     res.strategy.check_delete(name)
     if opts.admission is not None and mutate:
         await opts.admission.mutate(AdmissionRequest(DELETE, res, "", namespace, name, None, None, opts.dry_run))
+    kv: KeyValue | None = None
     for _ in range(_DELETE_TRIES):
-        kv = await reg.get_kv(res, namespace, name)
+        # A retry starts from the value the failed compare-and-swap returned, and checks the
+        # preconditions and admission again against it (kube's conditionalDelete).
+        if kv is None:
+            kv = await reg.get_kv(res, namespace, name)
         try:
             obj = reg.decode(res, kv)
         except codec.CorruptObject as exc:
@@ -63,6 +67,7 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
                 raise reg.corrupt_error(exc) from None
             done = await _delete_corrupt(reg, key, kv, opts)
             if done is None:
+                kv = None
                 continue
             return done
         if opts.ignore_store_read_error:
@@ -89,7 +94,8 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
                 return DeleteResult(obj, True)
             try:
                 rev, _ = await reg.storage.delete(key, kv.revision)
-            except (errors.RevisionConflict, errors.KeyNotFound):
+            except (errors.RevisionConflict, errors.KeyNotFound) as exc:
+                kv = _current(exc)
                 continue
             reg.wrote(res, rev)
             return DeleteResult(obj, True)
@@ -97,12 +103,18 @@ async def delete(reg: Registry, res: Resource, namespace: str, name: str, opts: 
             return DeleteResult(new, False)
         try:
             rev = await reg.storage.update(key, reg.encode(res, new), kv.revision)
-        except (errors.RevisionConflict, errors.KeyNotFound):
+        except (errors.RevisionConflict, errors.KeyNotFound) as exc:
+            kv = _current(exc)
             continue
         reg.wrote(res, rev)
         new["metadata"]["resourceVersion"] = str(rev)
         return DeleteResult(new, False)
     raise errors.conflict(res.resource, res.group, name, errors.OPTIMISTIC_LOCK_MSG)
+
+
+def _current(exc: errors.StorageError) -> KeyValue | None:
+    """The key's value a failed compare-and-swap returned (None: read it again)."""
+    return exc.current if isinstance(exc, errors.RevisionConflict) else None
 
 
 async def _delete_corrupt(reg: Registry, key: str, kv: KeyValue, opts: DeleteOptions) -> DeleteResult | None:

@@ -508,7 +508,8 @@ class Registry:
     async def guaranteed_update(self, res: Resource, namespace: str, name: str, mutate: Mutate,
                                 opts: WriteOptions, subresource: str = "",
                                 first: KeyValue | None = None) -> Obj:
-        """Read, mutate, validate and compare-and-swap, retrying on races (GuaranteedUpdate)."""
+        """Read, mutate, validate and compare-and-swap, retrying on races (GuaranteedUpdate): a retry
+        starts from the value the failed compare-and-swap returned (``RevisionConflict.current``)."""
         key = self.key(res, namespace, name)
         kv = first
         for _ in range(_GUARANTEED_UPDATE_TRIES):
@@ -553,7 +554,10 @@ class Registry:
                 try:
                     rev, _ = await self.storage.delete(key, kv.revision)
                     self.wrote(res, rev)
-                except (errors.RevisionConflict, errors.KeyNotFound):
+                except errors.RevisionConflict as exc:
+                    kv = exc.current
+                    continue
+                except errors.KeyNotFound:
                     kv = None
                     continue
                 return new
@@ -565,8 +569,8 @@ class Registry:
             value = await self._bounded(res, new, value, opts)
             try:
                 rev = await self.storage.update(key, value, kv.revision)
-            except errors.RevisionConflict:
-                kv = None
+            except errors.RevisionConflict as exc:
+                kv = exc.current
                 continue
             except errors.KeyNotFound:
                 raise self.not_found(res, name) from None

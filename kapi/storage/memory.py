@@ -174,6 +174,7 @@ class MemoryStorage:
                 f"key {key!r} is at revision {old.revision}, not {expected_revision}",
                 key=key,
                 revision=old.revision,
+                current=old,
             )
         return old
 

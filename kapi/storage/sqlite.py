@@ -208,7 +208,8 @@ class _Writer:
         old_revision, create_revision, old_value = row
         if write.expected is not None and old_revision != write.expected:
             raise RevisionConflict(
-                f"key {key!r} is at revision {old_revision}, not {write.expected}", key=key, revision=old_revision
+                f"key {key!r} is at revision {old_revision}, not {write.expected}", key=key, revision=old_revision,
+                current=KeyValue(key, old_value, old_revision, create_revision),
             )
         if write.kind == "update":
             assert write.value is not None

@@ -189,7 +189,7 @@ class EtcdStorage:
         if not kvs:
             raise KeyNotFound(f"key {key!r} not found", key=key)
         raise RevisionConflict(f"key {key!r} is at revision {kvs[0].mod_revision}, not {expected}",
-                               key=key, revision=kvs[0].mod_revision)
+                               key=key, revision=kvs[0].mod_revision, current=_kv(kvs[0]))
 
     async def compact(self, revision: int) -> None:
         current = await self.current_revision()
