@@ -2,8 +2,10 @@
 
 resourceVersion unset or "0" reads the latest state; a resourceVersion with Exact (or with a
 limit and no match) reads that revision; a continue token reads its page-one revision from its
-key on. Pages grow (doubling up to ``PAGE_CAP``) until ``limit`` items the predicate selects
-are found. kube-apiserver's etcd3 store answers a compacted revision 410 Expired and a future
+key on. When the predicate leaves a page short of ``limit`` items, the next range read asks
+for twice as many keys, up to ``PAGE_CAP`` (kube's GetList: ``limit *= 2`` while below its
+``maxLimit``; a limit already above it stays), until ``limit`` selected items are found or the
+keys run out. kube-apiserver's etcd3 store answers a compacted revision 410 Expired and a future
 one 504 ResourceVersionTooLarge, as here.
 """
 
@@ -17,7 +19,7 @@ from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.storage.base import KeyValue, ListResult, Predicate, Storage
 
 T = TypeVar("T")
-PAGE_CAP = 10_000
+PAGE_CAP = 10_000  # kube's maxLimit
 
 
 async def get_list(storage: Storage, prefix: str, opts: ListOptions, pred: Predicate[T]) -> ListResult[T]:
@@ -42,10 +44,10 @@ async def get_list(storage: Storage, prefix: str, opts: ListOptions, pred: Predi
     remaining: int | None = None
     next_token = ""
     scanned = 0
-    page = limit if limit else None
+    page = limit  # keys asked of the next range read (0: all)
     while True:
         try:
-            result = await storage.list(prefix, revision=revision, start=start, limit=page)
+            result = await storage.list(prefix, revision=revision, start=start, limit=page or None)
         except errors.RevisionCompacted:
             raise _expired(prefix, start if opts.continue_token else "") from None
         if revision is None:
@@ -70,7 +72,8 @@ async def get_list(storage: Storage, prefix: str, opts: ListOptions, pred: Predi
         if not result.more or not limit:
             break
         start = last_key + "\x00"
-        page = min(page * 2, PAGE_CAP) if page else None
+        if page < PAGE_CAP:
+            page = min(page * 2, PAGE_CAP)
     current = await storage.current_revision()
     if revision is not None and revision > current:
         revision = current
