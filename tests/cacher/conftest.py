@@ -1,9 +1,19 @@
-"""Shared fixtures: a memory backend, a registry and a started pod watch cache."""
+"""Shared fixtures: a backend, a registry and a started pod watch cache.
+
+Every test that takes ``backend`` (``env`` and ``make_env`` do) runs on each backend: memory, SQLite
+and etcd3 (marked e2e). The etcd tests of one module share one etcd, each under its own key root;
+a test on trio's virtual clock runs on memory alone (the clock would jump over real I/O).
+"""
 
 from __future__ import annotations
 
+import itertools
+import queue
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Iterator, Sequence
 
 import orjson
 import pytest
@@ -16,16 +26,82 @@ from kapi.metrics import Metrics
 from kapi.apis import BUILTIN
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import Registry
+from kapi.storage.base import Storage
+from kapi.storage.etcd3.store import EtcdStorage
 from kapi.storage.memory import MemoryStorage
+from kapi.storage.sqlite import SqliteStorage
+from tests.conftest import require_e2e
+from tests.storage.etcd_support import etcd_binary, etcd_cluster
 
 NODE_INDEX = ("spec.nodeName",)
+BACKENDS = ["memory", "sqlite", pytest.param("etcd3", marks=pytest.mark.e2e)]
+_roots = itertools.count()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        virtual_clock = "autojump_clock" in metafunc.fixturenames or "mock_clock" in metafunc.fixturenames
+        metafunc.parametrize("backend", ["memory"] if virtual_clock else BACKENDS, indirect=True)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How a test gets its storage: ``make()`` a backend not yet running, keys under ``root``."""
+
+    name: str
+    make: Callable[[], Storage]
+    root: str = "/registry"
+
+
+@pytest.fixture(scope="module")
+def shared_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """The endpoints of one etcd for the module's etcd3 tests, run by a thread of its own.
+
+    pytest-trio runs each test in its own trio run, so a module's etcd is held by another one.
+    """
+    require_e2e("a real etcd")
+    etcd_binary()  # skips (fails under CI) here, in the test, when there is none
+    directory = tmp_path_factory.mktemp("etcd")
+    ready: queue.Queue[list[str] | Exception] = queue.Queue()
+    stop = threading.Event()
+
+    async def hold() -> None:
+        try:
+            async with etcd_cluster(directory) as cluster:
+                ready.put(cluster.endpoints)
+                await trio.to_thread.run_sync(stop.wait)
+        except Exception as exc:
+            ready.put(exc)
+
+    thread = threading.Thread(target=trio.run, args=(hold,), name="shared etcd", daemon=True)
+    thread.start()
+    got = ready.get()
+    try:
+        if isinstance(got, Exception):
+            raise got
+        yield got
+    finally:
+        stop.set()
+        thread.join()
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """The backend under test (parametrized by ``pytest_generate_tests``)."""
+    name = request.param
+    if name == "memory":
+        return Backend(name, MemoryStorage)
+    if name == "sqlite":
+        return Backend(name, partial(SqliteStorage, str(tmp_path / "kapi.db")))
+    endpoints = request.getfixturevalue("shared_etcd")
+    return Backend(name, partial(EtcdStorage, endpoints), root=f"/t{next(_roots)}/registry")
 
 
 @dataclass
 class Env:
     """A running memory backend, a registry over it and the pods cacher, with write helpers."""
 
-    storage: MemoryStorage
+    storage: Storage
     registry: Registry
     res: Resource
     cacher: Cacher
@@ -91,15 +167,15 @@ def line_objects(data: bytes) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def make_env(nursery: trio.Nursery) -> MakeEnv:
-    """Start storage (and, unless ``start=False``, the cacher) with the given cache options."""
+def make_env(nursery: trio.Nursery, backend: Backend) -> MakeEnv:
+    """Start the backend (or take ``storage``) and, unless ``start=False``, the cacher, with the given cache options."""
 
     async def make(*, capacity: int = 100, indexed_fields: tuple[str, ...] = NODE_INDEX, start: bool = True,
-                   storage: MemoryStorage | None = None, **storage_options: Any) -> Env:
+                   storage: Storage | None = None) -> Env:
         if storage is None:
-            storage = MemoryStorage(**storage_options)
+            storage = backend.make()
             await nursery.start(storage.run)
-        registry = Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
+        registry = Registry(storage, ResourceTable(BUILTIN), root=backend.root, metrics=Metrics())
         res = registry.table.get("", "v1", "pods")
         assert res is not None
         cacher = registry.make_cacher(res, capacity=capacity, indexed_fields=indexed_fields)
@@ -113,6 +189,6 @@ def make_env(nursery: trio.Nursery) -> MakeEnv:
 
 @pytest.fixture
 async def env(make_env: MakeEnv) -> Env:
-    """A started pods cacher (capacity 100, indexed on spec.nodeName) over an empty memory backend."""
+    """A started pods cacher (capacity 100, indexed on spec.nodeName) over an empty backend."""
     return await make_env()
 

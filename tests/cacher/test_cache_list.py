@@ -279,31 +279,31 @@ async def test_exact_rv_equal_to_cache_rv_reads_current_state(env: Env) -> None:
 
 async def test_exact_rv_older_than_the_window_delegates(make_env: MakeEnv) -> None:
     env = await make_env(start=False)
-    for i in range(4):
-        await env.put("a", f"p{i}")
+    revs = [await env.put("a", f"p{i}") for i in range(4)]
+    old = revs[1]  # the state of p0 and p1
     async with trio.open_nursery() as nursery:
-        await nursery.start(env.cacher.run)  # relists at rv 4: the window starts there
+        await nursery.start(env.cacher.run)  # relists at revs[3]: the window starts there
         await env.put("a", "p9")
         await env.synced()
-        # The cacher answers from the storage it wraps, exactly at rv 2, and counts why.
-        got = await cache_list(env, ListOptions(resource_version="2", resource_version_match="Exact"),
+        # The cacher answers from the storage it wraps, exactly at the old rv, and counts why.
+        got = await cache_list(env, ListOptions(resource_version=str(old), resource_version_match="Exact"),
                                everything(env))
-        assert got.source == "storage" and got.revision == 2 and names(got.items) == ["a/p0", "a/p1"]
+        assert got.source == "storage" and got.revision == old and names(got.items) == ["a/p0", "a/p1"]
         assert env.sample("kapi_storage_list_total", **LABELS, reason="snapshot-not-retained") == 1
-        got = await cache_list(env, ListOptions(resource_version="2", limit=1), everything(env))
+        got = await cache_list(env, ListOptions(resource_version=str(old), limit=1), everything(env))
         assert got.source == "storage"
-        token = encode_continue(2, env.key("a", "p0") + "\x00", env.registry.prefix(env.res, ""))
+        token = encode_continue(old, env.key("a", "p0") + "\x00", env.registry.prefix(env.res, ""))
         got = await cache_list(env, ListOptions(continue_token=token), everything(env))
         assert got.source == "storage"
         assert env.sample("kapi_storage_list_total", **LABELS, reason="snapshot-not-retained") == 3
-        # The registry answers from storage, exactly at rv 2.
-        page = await env.registry.list(env.res, "", ListOptions(resource_version="2",
+        # The registry answers from storage, exactly at the old rv.
+        page = await env.registry.list(env.res, "", ListOptions(resource_version=str(old),
                                                                  resource_version_match="Exact"))
-        assert page.source == "storage" and page.revision == 2
+        assert page.source == "storage" and page.revision == old
         assert [o["metadata"]["name"] for o in listitems.objects(page.items)] == ["p0", "p1"]
         assert env.sample("kapi_storage_list_total", **LABELS, reason="snapshot-not-retained") == 4
         # The relist rv itself is still covered.
-        got = await cache_list(env, ListOptions(resource_version="4", resource_version_match="Exact"),
+        got = await cache_list(env, ListOptions(resource_version=str(revs[3]), resource_version_match="Exact"),
                                everything(env))
         assert got.source == "snapshot" and names(got.items) == ["a/p0", "a/p1", "a/p2", "a/p3"]
         nursery.cancel_scope.cancel()

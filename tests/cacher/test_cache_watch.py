@@ -205,25 +205,25 @@ async def test_send_initial_events_false_rv_unset_starts_now(env: Env, open_stre
 async def test_watch_from_too_old_rv_is_gone(make_env: MakeEnv, nursery: trio.Nursery,
                                              open_stream: Opener) -> None:
     env = await make_env(start=False)
-    for i in range(4):
-        await env.put("a", f"p{i}")
-    await nursery.start(env.cacher.run)  # relists at 4
+    revs = [await env.put("a", f"p{i}") for i in range(4)]
+    old = str(revs[1])
+    await nursery.start(env.cacher.run)  # relists at revs[3]
     with pytest.raises(errors.Gone) as info:
-        await env.cacher.open_watch(ListOptions(watch=True, resource_version="2"), select(env),
+        await env.cacher.open_watch(ListOptions(watch=True, resource_version=old), select(env),
                                trio.current_time() + 60)
     assert info.value.code == 410
-    assert info.value.message.startswith("too old resource version: 2 (")
+    assert info.value.message.startswith(f"too old resource version: {old} (")
     assert env.cacher._watchers == set()
-    s = await open_stream(env, resource_version="2")
+    s = await open_stream(env, resource_version=old)
     events = await s.take(1)
     assert events[0]["type"] == "ERROR"
     status = events[0]["object"]
     assert status["kind"] == "Status" and status["code"] == 410 and status["reason"] == "Expired"
-    assert status["message"].startswith("too old resource version: 2 (")
+    assert status["message"].startswith(f"too old resource version: {old} (")
     assert await s.ended()
     assert env.cacher._watchers == set()
     # The relist rv itself is fine.
-    s = await open_stream(env, resource_version="4")
+    s = await open_stream(env, resource_version=str(revs[3]))
     r = await env.put("a", "p9")
     assert summary(await s.take(1)) == [("ADDED", "p9", r)]
 
@@ -523,10 +523,10 @@ async def test_reinitialisation_closes_watchers(make_env: MakeEnv, nursery: trio
 async def test_cache_event_lines_are_encoded_once(env: Env, open_stream: Opener) -> None:
     a = await open_stream(env, resource_version="0")
     b = await open_stream(env, resource_version="0")
-    await env.put("a", "p1")
+    r = await env.put("a", "p1")
     ea, eb = await a.take(1), await b.take(1)
     assert ea == eb
-    ev: CacheEvent = env.cacher.ring.events_after(0)[0]
+    ev: CacheEvent = env.cacher.ring.events_after(r - 1)[0]
     assert list(ev.memo) == [("ADDED", False, False)]  # (type, previous state, protobuf): made once
 
 
