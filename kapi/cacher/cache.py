@@ -6,6 +6,8 @@ range reads pass through; ``get_list`` is served as kube-apiserver 1.34+ serves 
 current state with any limit ignored, Exact and continue pages from a snapshot rewound
 through the event window, and from the wrapped storage (counted by reason) when only
 storage can answer. WATCH replays from the window and fans live events out to watchers.
+What storage compacted the cache forgets too (KEP-4988): no snapshot at or below storage's
+compacted revision (storage answers such a LIST: 410 Expired), no watch from below it (410).
 The cacher hands out entries and events; what they look like on the wire is not its business.
 """
 
@@ -320,8 +322,12 @@ class Cacher:
         return route.kind in (_CONSISTENT, _CURRENT) or route.kind == _AT and self._retains(route.rv)
 
     def _retains(self, rv: int) -> bool:
-        """The state at ``rv`` can be had from the cache: it is now or later, or the window reaches back to it."""
-        return rv >= self.rv or self.ring.covers(rv)
+        """The state at ``rv`` can be had from the cache: it is now or later, or the window reaches back to it.
+
+        Never once storage has compacted ``rv`` (KEP-4988): the cache forgets what storage forgot, and
+        the LIST goes to storage, which answers 410 Expired as kube-apiserver's delegator lets etcd do.
+        """
+        return rv > self.storage.compacted_revision() and (rv >= self.rv or self.ring.covers(rv))
 
     async def _list_storage(self, reason: str, prefix: str, opts: ListOptions,
                             pred: Predicate[Entry]) -> ListResult[Entry]:
@@ -485,7 +491,11 @@ class Cacher:
             return register(initial=False, start_rv=await self.storage.current_revision())
         if rv_text == "0":
             return register(initial=False, start_rv=self.rv)
-        return register(initial=False, start_rv=int(rv_text))
+        start_rv = int(rv_text)
+        compacted = self.storage.compacted_revision()
+        if start_rv < compacted:  # events after the compacted revision itself are still known
+            raise errors.Gone(f"too old resource version: {start_rv} ({compacted})")
+        return register(initial=False, start_rv=start_rv)
 
     def _register(self, filt: Filter, deadline: float, opts: ListOptions, *, initial: bool, start_rv: int,
                   end_bookmark: bool = False) -> WatchStart:
