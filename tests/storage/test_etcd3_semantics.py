@@ -48,7 +48,7 @@ async def etcd3(tmp_path: Path, nursery: trio.Nursery) -> AsyncIterator[EtcdStor
 async def test_a_list_above_the_current_revision_reads_the_current_state(etcd3: EtcdStorage) -> None:
     rev = await etcd3.create("/registry/pods/a", b"v1")
     with pytest.raises(RevisionInFuture) as info:
-        await etcd3._c().range(b"/registry/pods/", b"/registry/pods0", revision=rev + 100)
+        await etcd3.client.range(b"/registry/pods/", b"/registry/pods0", revision=rev + 100)
     assert info.value.revision == rev + 100
     result = await etcd3.list("/registry/pods/", revision=rev + 100)
     assert [kv.value for kv in result.items] == [b"v1"] and result.revision == rev

@@ -137,16 +137,22 @@ class EtcdStorage:
                 finally:
                     self._client = self._stream = self._nursery = None
 
-    def _c(self) -> EtcdClient:
+    @property
+    def client(self) -> EtcdClient:
+        """The running client (``StorageUnavailable`` when the store is not running)."""
         if self._client is None:
             raise StorageUnavailable("storage is not running")
         return self._client
+
+    def observe_compacted(self, revision: int) -> None:
+        """etcd has been compacted to ``revision`` (by this replica or another: ``compact.compactor``)."""
+        self._compacted = max(self._compacted, revision)
 
     # ------------------------------------------------------------ writes
 
     async def create(self, key: str, value: bytes) -> int:
         await trio.lowlevel.checkpoint()
-        resp = await self._c().txn([compare_mod(_b(key), 0)], [op_put(_b(key), value)], [op_get(_b(key))])
+        resp = await self.client.txn([compare_mod(_b(key), 0)], [op_put(_b(key), value)], [op_get(_b(key))])
         if not resp.succeeded:
             [kv] = resp.responses[0].response_range.kvs
             raise KeyExists(f"key {key!r} already exists", key=key, revision=kv.mod_revision)
@@ -154,7 +160,7 @@ class EtcdStorage:
 
     async def update(self, key: str, value: bytes, expected_revision: int) -> int:
         await trio.lowlevel.checkpoint()
-        resp = await self._c().txn([compare_mod(_b(key), expected_revision)], [op_put(_b(key), value)],
+        resp = await self.client.txn([compare_mod(_b(key), expected_revision)], [op_put(_b(key), value)],
                                    [op_get(_b(key))])
         if not resp.succeeded:
             self._failed(key, expected_revision, resp)
@@ -164,7 +170,7 @@ class EtcdStorage:
         await trio.lowlevel.checkpoint()
         cmp = (compare_mod(_b(key), 0, "GREATER") if expected_revision is None
                else compare_mod(_b(key), expected_revision))
-        resp = await self._c().txn([cmp], [op_delete(_b(key), prev_kv=True)], [op_get(_b(key))])
+        resp = await self.client.txn([cmp], [op_delete(_b(key), prev_kv=True)], [op_get(_b(key))])
         if not resp.succeeded:
             self._failed(key, expected_revision or 0, resp)
         [prev] = resp.responses[0].response_delete_range.prev_kvs
@@ -197,16 +203,16 @@ class EtcdStorage:
         if revision <= self._compacted:
             return
         try:
-            await self._c().compact(revision)
+            await self.client.compact(revision)
         except RevisionCompacted:
             pass  # someone compacted at or past it
-        self._compacted = max(self._compacted, revision)
+        self.observe_compacted(revision)
 
     # ------------------------------------------------------------- reads
 
     async def get(self, key: str) -> KeyValue:
         await trio.lowlevel.checkpoint()
-        resp = await self._c().range(_b(key))
+        resp = await self.client.range(_b(key))
         if not resp.kvs:
             raise KeyNotFound(f"key {key!r} not found", key=key)
         return _kv(resp.kvs[0])
@@ -214,7 +220,7 @@ class EtcdStorage:
     async def list(self, prefix: str, *, revision: int | None = None, start: str | None = None,
                    limit: int | None = None) -> ListResult[KeyValue]:
         await trio.lowlevel.checkpoint()
-        client = self._c()
+        client = self.client
         low = _low(range_start(prefix, start))
         if revision is not None and 0 < revision <= self._compacted:
             raise RevisionCompacted(f"revision {revision} has been compacted (compacted revision {self._compacted})",
@@ -236,11 +242,11 @@ class EtcdStorage:
 
     async def count(self, prefix: str) -> int:
         await trio.lowlevel.checkpoint()
-        return int((await self._c().range(_low(prefix), _end(prefix), count_only=True)).count)
+        return int((await self.client.range(_low(prefix), _end(prefix), count_only=True)).count)
 
     async def current_revision(self) -> int:
         await trio.lowlevel.checkpoint()
-        return self._saw(int((await self._c().range(b"\x00", count_only=True)).header.revision))
+        return self._saw(int((await self.client.range(b"\x00", count_only=True)).header.revision))
 
     def compacted_revision(self) -> int:
         return self._compacted
@@ -292,7 +298,7 @@ class EtcdStorage:
                         async for resp in responses:
                             if resp.canceled:
                                 if resp.compact_revision:
-                                    self._compacted = max(self._compacted, int(resp.compact_revision))
+                                    self.observe_compacted(int(resp.compact_revision))
                                 return
                             if not await self._handle(sub, resp):
                                 return
