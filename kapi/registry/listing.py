@@ -23,6 +23,7 @@ from kapi.object import meta
 from kapi.object.listopts import ListOptions
 from kapi.registry.resources import Resource
 from kapi.storage.base import KeyValue, ListResult, Predicate
+from kapi.storage.routed import backend_of
 
 if TYPE_CHECKING:
     from kapi.registry.store import Registry, Selection
@@ -80,7 +81,10 @@ def _stored_entry(reg: Registry, res: Resource, sel: Selection, kv: KeyValue) ->
 
 def make_cacher(reg: Registry, res: Resource, *, capacity: int, indexed_fields: tuple[str, ...] = ()) -> Cacher:
     """The watch cache of ``res`` (not started); the server runs it and the registry uses it."""
-    cacher = Cacher(reg.storage, reg.prefix(res, ""), _CacheEntries(reg, res), group=res.group,
+    prefix = reg.prefix(res, "")
+    # The backend that stores the resource (one of several with --etcd-servers-overrides): the cache's
+    # freshness checks and resourceVersions are its revisions.
+    cacher = Cacher(backend_of(reg.storage, prefix), prefix, _CacheEntries(reg, res), group=res.group,
                     resource=res.resource, kind=res.kind, metrics=reg.metrics,
                     config=CacheConfig(capacity=capacity, indexed_fields=indexed_fields))
     reg.cachers[res.cache_key] = cacher

@@ -28,6 +28,7 @@ from kapi.object.listopts import ListOptions
 from kapi.object.schema import Schema
 from kapi.registry.resources import Resource
 from kapi.storage.base import Event, KeyValue
+from kapi.storage.routed import backend_of
 
 if TYPE_CHECKING:
     from kapi.registry.store import Registry, Selection
@@ -116,7 +117,7 @@ async def _watch_events(reg: Registry, res: Resource, prefix: str, sel: Selectio
                         decode: Callable[[Resource, KeyValue], Obj],
                         initialized: Callable[[], None] | None) -> AsyncIterator[tuple[str, Obj]]:
     if from_rev is None and not initial:
-        from_rev = await reg.storage.current_revision()
+        from_rev = await backend_of(reg.storage, prefix).current_revision()
     if from_rev is None:
         page = await reg.storage.list(prefix)
         from_rev = page.revision
