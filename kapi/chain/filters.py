@@ -27,6 +27,7 @@ from kapi.metrics import Metrics
 from kapi.object.access import Attributes
 from kapi.object.listopts import query_int64
 from kapi.object.selectors import parse_field_terms, parse_label_selector
+from kapi.registry.store import storage_fault
 
 if TYPE_CHECKING:
     from kapi.chain.flowcontrol.controller import Controller
@@ -71,14 +72,35 @@ Filter = Callable[[Chain, RequestContext, Handler], Awaitable[Any]]
 
 
 async def recover(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:
-    """kube's WithPanicRecovery: a crash below is logged with its request and answered 500, never raw."""
+    """kube's WithPanicRecovery: a crash below is logged with its request and answered 500, never raw.
+
+    Storage that did not answer is no crash: whatever path below met it (the registry, admission's or
+    authorization's reads), it is the registry's Status for it (``storage_fault``: 503 or 504 with
+    Retry-After), a Status the client can act on.
+    """
     try:
         return await inner(ctx)
     except errors.StatusError:
         raise
-    except Exception:
+    except Exception as exc:
+        fault = _storage_fault(exc)
+        if fault is not None:
+            log.debug("storage fault serving %s %s: %s", ctx.method, ctx.path, exc)
+            raise storage_fault(fault) from None
         log.exception("internal error serving %s %s", ctx.method, ctx.path)
         raise errors.InternalError("an error on the server has prevented the request from succeeding") from None
+
+
+def _storage_fault(exc: Exception) -> errors.StorageUnavailable | None:
+    """``exc`` as storage that did not answer (alone, or every error of a group), else None."""
+    if isinstance(exc, BaseExceptionGroup):
+        faults, rest = exc.split(errors.StorageUnavailable)
+        if faults is None or rest is not None:
+            return None
+        while isinstance(faults, BaseExceptionGroup):
+            faults = faults.exceptions[0]
+        exc = faults  # type: ignore[assignment]
+    return exc if isinstance(exc, errors.StorageUnavailable) else None
 
 
 async def request_info(chain: Chain, ctx: RequestContext, inner: Handler) -> Any:

@@ -35,6 +35,7 @@ from kapi.object.access import UserInfo
 from kapi.registry.admit import CREATE, UPDATE, Admission, AdmissionRequest
 from kapi.registry.strategy import Access, Allocation
 from kapi.storage.base import Event, KeyValue, ListResult, Storage
+from kapi.storage.routed import backend_of
 
 Obj = dict[str, Any]
 Mutate = Callable[[Obj], Obj | Awaitable[Obj]]
@@ -298,7 +299,7 @@ class Registry:
         if resource_version:
             # etcd3's Get: a minimum resourceVersion newer than storage is "too large".
             rv = meta.parse_resource_version(resource_version)
-            current = await self.storage.current_revision()
+            current = await backend_of(self.storage, self.key(res, namespace, name)).current_revision()
             if rv > current:
                 raise errors.too_large_resource_version(rv, current, retry_after_s=0)
         obj = self.decode_one(res, await self.get_kv(res, namespace, name))
@@ -842,6 +843,21 @@ class Registry:
 
     def resources(self) -> Iterable[Resource]:
         return self.table.resources
+
+
+# How long a client is asked to wait before it retries a request storage could not answer
+STORAGE_RETRY_AFTER_S = 1
+
+
+def storage_fault(exc: errors.StorageUnavailable) -> errors.StatusError:
+    """The Status of a request storage did not answer, one a client can act on (never a 500), with
+    ``Retry-After``: a write sent without an answer (``OutcomeUnknown``) is kube's 504 Timeout (storage's
+    NewTimeoutError; re-read before retrying, it may have been applied); storage that cannot be reached
+    is 503 ServiceUnavailable."""
+    if isinstance(exc, errors.OutcomeUnknown):
+        return errors.ServerTimeout(f"Timeout: the storage did not answer in time; the write may or may not have "
+                                    f"been applied: {exc}", retry_after_s=STORAGE_RETRY_AFTER_S)
+    return errors.ServiceUnavailable(f"the storage is unavailable: {exc}", retry_after_s=STORAGE_RETRY_AFTER_S)
 
 
 def corrupt_object_error(exc: codec.CorruptObject) -> errors.InternalError:
