@@ -80,6 +80,23 @@ def _list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(",") if item.strip())
 
 
+OVERRIDE_FORMAT = "must be of format: group/resource#servers, where servers are URLs, semicolon separated"
+
+
+def _overrides(text: str) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """kube's --etcd-servers-overrides: comma-separated ``group/resource#servers``, the servers separated by
+    ``;``, the core group empty (``/events#http://10.0.0.1:2379``)."""
+    out = []
+    for item in _list(text):
+        target, sep, servers = item.partition("#")
+        group, slash, resource = target.partition("/")
+        urls = tuple(u.strip() for u in servers.split(";") if u.strip())
+        if not sep or "#" in servers or not slash or "/" in resource or not resource.strip() or not urls:
+            raise argparse.ArgumentTypeError(f"invalid override {item!r}: {OVERRIDE_FORMAT}")
+        out.append((group.strip(), resource.strip(), urls))
+    return tuple(out)
+
+
 def _index(item: str) -> tuple[str, tuple[str, ...]]:
     resource, sep, fields = item.partition("=")
     if not sep or not resource.strip():
@@ -152,12 +169,28 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--data-dir", default=d.data_dir, help="state, certificates and admin.kubeconfig live here")
     s.add_argument("--bind-address", default=d.bind_address, help="address to listen on")
     s.add_argument("--secure-port", type=_port, default=d.secure_port, help="HTTPS port; 0 picks a free one")
-    s.add_argument("--storage-backend", choices=("sqlite", "memory"), default=d.storage_backend,
-                   help="sqlite (embedded file under --data-dir) or memory (nothing survives a restart)")
+    s.add_argument("--storage-backend", choices=("sqlite", "etcd3", "memory"), default=d.storage_backend,
+                   help="sqlite (embedded file under --data-dir), etcd3 (the etcd cluster of --etcd-servers) or "
+                        "memory (nothing survives a restart)")
+    s.add_argument("--etcd-servers", type=_list, default=(), metavar="URL[,URL...]",
+                   help="etcd3: the etcd cluster's client URLs (http://host:port or https://), comma-separated; "
+                        "required with --storage-backend etcd3")
     s.add_argument("--etcd-prefix", default=d.etcd_prefix,
                    help="the root of every storage key (/registry/<resource>/[<namespace>/]<name>)")
+    s.add_argument("--etcd-cafile", default="", help="etcd3: the CA file of etcd's serving certificates (https://)")
+    s.add_argument("--etcd-certfile", default="",
+                   help="etcd3: the client certificate kapi presents to etcd (with --etcd-keyfile)")
+    s.add_argument("--etcd-keyfile", default="", help="etcd3: the private key of --etcd-certfile")
+    s.add_argument("--etcd-servers-overrides", type=_overrides, default=(), metavar="GROUP/RESOURCE#URL[;URL],...",
+                   help="etcd3: resources stored in another etcd cluster, comma-separated group/resource#servers "
+                        "with the servers separated by ';' and the core group empty (/events#http://10.0.0.2:2379)")
     s.add_argument("--etcd-compaction-interval", type=_positive_duration_s, default=d.etcd_compaction_interval_s,
                    help="compact storage history this often, keeping one interval of it (0: never)")
+    s.add_argument("--etcd-readycheck-timeout", type=_positive_duration_s, default=d.etcd_readycheck_timeout_s,
+                   help="how long /readyz's etcd check waits for storage to answer")
+    s.add_argument("--storage-initialization-timeout", type=_positive_duration_s,
+                   default=d.storage_initialization_timeout_s,
+                   help="how long start-up waits for storage to answer before kapi exits saying why")
     s.add_argument("--group-commit", type=_bool, default=d.group_commit,
                    help="sqlite: share one transaction and fsync among the writes waiting for it")
     s.add_argument("--default-watch-cache-size", type=_count, default=d.default_watch_cache_size,
@@ -318,6 +351,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
         group_commit=args.group_commit,
         etcd_prefix=args.etcd_prefix,
         etcd_compaction_interval_s=args.etcd_compaction_interval,
+        etcd_servers=args.etcd_servers,
+        etcd_cafile=args.etcd_cafile,
+        etcd_certfile=args.etcd_certfile,
+        etcd_keyfile=args.etcd_keyfile,
+        etcd_servers_overrides=args.etcd_servers_overrides,
+        etcd_readycheck_timeout_s=args.etcd_readycheck_timeout,
+        storage_initialization_timeout_s=args.storage_initialization_timeout,
         default_watch_cache_size=args.default_watch_cache_size,
         watch_cache_sizes=args.watch_cache_sizes,
         watch_cache=args.watch_cache,

@@ -12,9 +12,20 @@ class Config:
     data_dir: str = "./kapi-data"
     bind_address: str = "127.0.0.1"
     secure_port: int = 6443
-    storage_backend: str = "sqlite"  # sqlite | memory
-    etcd_prefix: str = "/registry"  # the storage key prefix (--etcd-prefix, honoured by key construction next)
+    storage_backend: str = "sqlite"  # sqlite | etcd3 | memory
+    etcd_prefix: str = "/registry"  # the root of every storage key (--etcd-prefix)
     etcd_compaction_interval_s: float = 300.0
+    # --- etcd3 (kube's flags): the cluster's client URLs, TLS to it (every cluster's), and the resources
+    # stored in other clusters: (group, resource, servers) each, the core group ""
+    etcd_servers: tuple[str, ...] = ()
+    etcd_cafile: str = ""
+    etcd_certfile: str = ""
+    etcd_keyfile: str = ""
+    etcd_servers_overrides: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    etcd_readycheck_timeout_s: float = 2.0  # /readyz's etcd check waits this long for an answer
+    # How long start-up waits for storage to answer before kapi exits saying why (kube then declares the
+    # server ready anyway, after 1m; kapi cannot serve without storage)
+    storage_initialization_timeout_s: float = 20.0
     group_commit: bool = True
     default_watch_cache_size: int = 100
     watch_cache_sizes: dict[str, int] = field(default_factory=dict)

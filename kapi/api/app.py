@@ -47,16 +47,25 @@ _BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 @dataclass
 class Health:
-    """Health checks shared with the server: readiness flips to failing first on shutdown."""
+    """Health checks shared with the server: readiness flips to failing first on shutdown.
+
+    ``checks`` are in every report; ``ready_checks`` (awaited: the server's ``etcd`` check reads
+    storage) only in /readyz. kube's /livez has an ``etcd`` check too; kapi's does not: a datastore
+    that does not answer makes the server unready (taken out of load balancing), not dead (restarted
+    by a liveness probe, which cannot bring etcd back), so /livez stays ok while etcd is down.
+    """
 
     ready: bool = False
     shutting_down: bool = False
     checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    ready_checks: dict[str, Callable[[], Awaitable[bool]]] = field(default_factory=dict)
 
-    def report(self, kind: str, only: str, verbose: bool, exclude: list[str]) -> Response:
+    async def report(self, kind: str, only: str, verbose: bool, exclude: list[str]) -> Response:
         results: list[tuple[str, bool]] = [("ping", True), ("log", True)]
         results += [(name, check()) for name, check in self.checks.items()]
         if kind == "readyz":
+            results += [(name, await check()) for name, check in self.ready_checks.items()
+                        if name not in exclude and (not only or name == only)]
             results.append(("informer-sync", self.ready))
             results.append(("shutdown", not self.shutting_down))
         if only:
@@ -206,7 +215,7 @@ class App:
             if path == f"/{kind}" or path.startswith(f"/{kind}/"):
                 only = path[len(kind) + 2:]
                 exclude = [ctx.query["exclude"]] if "exclude" in ctx.query else []
-                return self.health.report(kind, only, "verbose" in ctx.query, exclude)
+                return await self.health.report(kind, only, "verbose" in ctx.query, exclude)
         if path in (OPENID_CONFIG_PATH, JWKS_PATH) and self.issuer_discovery is not None:
             return self._issuer_discovery(path)
         if path == "/metrics":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import math
 import os
 import signal
 import ssl
@@ -63,9 +64,10 @@ from kapi.server.supervise import FatalError, supervise
 from kapi.registry.informer import Informers
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
-from kapi.object.meta import key_root
+from kapi.object.meta import key_root, list_prefix
 from kapi.object.schema import load_builtin
 from kapi.storage.base import Storage
+from kapi.storage.routed import backends_of
 
 log = logging.getLogger("kapi")
 
@@ -97,6 +99,7 @@ KUBE_VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit
 
 
 def make_storage(config: Config, data_dir: Path) -> Storage:
+    """The backend of --storage-backend (not running yet); a ``FatalError`` saying which flag is wrong."""
     if config.storage_backend == "memory":
         from kapi.storage.memory import MemoryStorage
 
@@ -105,8 +108,129 @@ def make_storage(config: Config, data_dir: Path) -> Storage:
         from kapi.storage.sqlite import SqliteStorage
 
         return SqliteStorage(str(data_dir / "kapi.db"), group_commit=config.group_commit)
-    raise ValueError(f"storage backend {config.storage_backend!r} is not available in this build; "
-                     "use sqlite or memory")
+    if config.storage_backend == "etcd3":
+        return _etcd_storage(config)
+    raise FatalError(f"unknown storage backend {config.storage_backend!r}; use sqlite, etcd3 or memory")
+
+
+def _etcd_storage(config: Config) -> Storage:
+    """etcd3: the cluster of --etcd-servers; with --etcd-servers-overrides, a ``RoutedStorage`` that keeps
+    each overridden resource's keys in its own cluster (one backend per distinct server list, every
+    one with the --etcd-cafile/--etcd-certfile/--etcd-keyfile TLS, as kube's overrides replace only
+    the servers)."""
+    from kapi.storage.etcd3.store import EtcdStorage
+    from kapi.storage.routed import RoutedStorage
+
+    if not config.etcd_servers:
+        raise FatalError("--etcd-servers must be specified with --storage-backend etcd3")
+    backends: dict[tuple[str, ...], Storage] = {}
+
+    def backend(servers: tuple[str, ...], flag: str) -> Storage:
+        if servers not in backends:
+            try:
+                backends[servers] = EtcdStorage(list(servers), cafile=config.etcd_cafile or None,
+                                                certfile=config.etcd_certfile or None,
+                                                keyfile=config.etcd_keyfile or None)
+            except OSError as exc:  # a TLS file that cannot be read
+                raise FatalError(f"{flag}: {exc.filename}: {exc.strerror or exc}") from None
+            except ValueError as exc:
+                raise FatalError(f"{flag}: {exc}") from None
+        return backends[servers]
+
+    default = backend(config.etcd_servers, "--etcd-servers")
+    root = key_root(config.etcd_prefix)
+    routes: dict[str, Storage] = {}
+    for group, resource, servers in config.etcd_servers_overrides:
+        flag = f"--etcd-servers-overrides {group}/{resource}"
+        prefix = _stored_under(root, group, resource, flag)
+        store = backend(servers, flag)
+        if routes.setdefault(prefix, store) is not store:
+            raise FatalError(f"{flag}: its objects live under {prefix}, already given other servers")
+    routes = {prefix: store for prefix, store in routes.items() if store is not default}
+    return RoutedStorage(default, routes) if routes else default
+
+
+def _stored_under(root: str, group: str, resource: str, flag: str) -> str:
+    """The key prefix of a built-in resource's objects (events.k8s.io's events are core events')."""
+    by_name = {(r.group, r.resource): r for r in apis.BUILTIN}
+    res = by_name.get((group, resource))
+    if res is None:
+        raise FatalError(f"{flag}: no built-in resource {resource!r} in group {group or 'core'!r} "
+                         "(the core group is empty: /events#...)")
+    if res.storage_of[1]:
+        res = by_name[res.storage_of]
+    return list_prefix(root, res.prefix, "")
+
+
+async def wait_for_storage(storage: Storage, timeout_s: float) -> None:
+    """Start-up: until every backend answers a cheap read, retried; after ``timeout_s`` a ``FatalError`` with
+    the last reason (etcd unreachable, a refused TLS handshake), never a loop of tracebacks."""
+    last: Exception | None = None
+    with trio.move_on_after(timeout_s):
+        for backend in backends_of(storage):
+            while True:
+                try:
+                    await backend.current_revision()
+                    break
+                except errors.StorageUnavailable as exc:
+                    if last is None:
+                        log.warning("waiting for storage (up to %gs): %s", timeout_s, exc)
+                    last = exc
+                await trio.sleep(STORAGE_RETRY_S)
+        return
+    raise FatalError(f"storage did not answer within {timeout_s:g}s (--storage-initialization-timeout): "
+                     f"{last or 'no answer'}")
+
+
+STORAGE_RETRY_S = 0.5  # start-up asks storage again this often
+READYCHECK_CACHE_S = 1.0  # /readyz's etcd check reuses an answer this long
+
+
+class StorageCheck:
+    """/readyz's ``etcd`` check (kube's name, whatever the backend): every backend answers a cheap read
+    (``current_revision``) within ``timeout_s`` (--etcd-readycheck-timeout). An answer is kept for
+    ``READYCHECK_CACHE_S`` and concurrent checks share one read, so probes cannot flood storage."""
+
+    def __init__(self, storage: Storage, timeout_s: float) -> None:
+        self._backends = backends_of(storage)
+        self._timeout_s = timeout_s
+        self._ok = False
+        self._at = -math.inf
+        self._asking: trio.Event | None = None
+
+    async def __call__(self) -> bool:
+        if trio.current_time() - self._at < READYCHECK_CACHE_S:
+            return self._ok
+        if self._asking is not None:
+            await self._asking.wait()
+            return self._ok
+        self._asking = asking = trio.Event()
+        try:
+            ok = False
+            with trio.move_on_after(self._timeout_s):
+                try:
+                    for backend in self._backends:
+                        await backend.current_revision()
+                    ok = True
+                except errors.StorageError:
+                    pass
+            self._ok, self._at = ok, trio.current_time()
+        finally:
+            self._asking = None
+            asking.set()
+        return self._ok
+
+
+def compactors(storage: Storage, config: Config) -> list[Callable[[], Awaitable[None]]]:
+    """One compactor per backend, every --etcd-compaction-interval: on etcd3, etcd's (kube's: CAS on
+    compact_rev_key, so replicas on one cluster do not race), else ``compact_periodically``."""
+    compact: Callable[[Storage, float], Awaitable[None]] = compact_periodically
+    if config.storage_backend == "etcd3":
+        try:
+            from kapi.storage.etcd3.compact import compactor as compact
+        except ImportError:  # not in this build yet
+            pass
+    return [partial(compact, backend, config.etcd_compaction_interval_s) for backend in backends_of(storage)]
 
 
 async def compact_periodically(storage: Storage, interval_s: float) -> None:
@@ -207,6 +331,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                     "installed without them: no C compiler? Reinstall it where one exists to build them; "
                     "KAPI_NO_EXTENSIONS=1 chooses the pure twins without this warning)")
     data_dir = Path(config.data_dir)
+    storage = make_storage(config, data_dir)  # its flags checked before anything is written
     prepare_data_dir(data_dir)
     if config.token or config.token_file:  # replicas share the CA and credentials through the datastore
         await join_cluster(make_storage(config, data_dir), config, data_dir)
@@ -221,11 +346,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     except (OSError, ValueError) as exc:
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise FatalError(f"service-account signing key: {detail} ({getattr(exc, 'filename', None) or ''})") from None
-    storage = make_storage(config, data_dir)
     # The schema is loaded once per server; the registry and the API read this one.
     registry = Registry(storage, ResourceTable(apis.BUILTIN), schema=load_builtin(), root=key_root(config.etcd_prefix),
                         metrics=Metrics(), max_object_bytes=config.max_object_bytes)
-    health = Health()
+    health = Health(ready_checks={"etcd": StorageCheck(storage, config.etcd_readycheck_timeout_s)})
     informers = Informers(registry)
     try:
         service_accounts = build_service_account_tokens(config, informers, sa_key)
@@ -251,9 +375,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     async with trio.open_nursery() as services:
         # Storage has no second life: if it fails the server stops with the reason.
         await services.start(partial(supervise, f"storage ({config.storage_backend})", storage.run, restart=False))
-        services.start_soon(partial(supervise, "compactor",
-                                    partial(compact_periodically, storage, config.etcd_compaction_interval_s),
-                                    restart=config.etcd_compaction_interval_s > 0, reports_started=False))
+        await wait_for_storage(storage, config.storage_initialization_timeout_s)
+        for compactor in compactors(storage, config):
+            services.start_soon(partial(supervise, "compactor", compactor,
+                                        restart=config.etcd_compaction_interval_s > 0, reports_started=False))
         if config.watch_cache:
             # The caches of start-up are ready before anything else reads; later ones follow the table.
             await services.start(partial(supervise, "watch caches", partial(WatchCaches(config, registry).follow,
@@ -363,14 +488,17 @@ async def _collect_garbage(registry: Registry, writes: Writes, *,
 async def _caught_up(registry: Registry, informers: Informers, timeout_s: float = 5.0) -> None:
     """Wait (bounded) until every watch cache holds storage's current revision, then until the informers
     following them have taken what was delivered."""
-    revision = await registry.storage.current_revision()
+    newest = 0
     with trio.move_on_after(timeout_s):
         for cacher in list(registry.cachers.values()):
+            revision = await cacher.current_revision()  # its backend's (--etcd-servers-overrides: one of several)
+            newest = max(newest, revision)
             try:
                 await cacher.wait_for_rv(revision, timeout_s)
             except errors.StatusError:  # a cache that cannot catch up: its informer follows later
                 continue
-        await informers.wait_caught_up(revision)
+        # each informer waits for what its cache holds up to this (Informer.caught_up_with)
+        await informers.wait_caught_up(max(newest, await registry.storage.current_revision()))
 
 
 async def _serve_https(app: App, hconf: HypercornConfig, ca_file: str | tuple[str, ...],

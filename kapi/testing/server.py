@@ -93,9 +93,19 @@ class Server:
         flags: ``kapi serve`` flags, as on its command line (``"--audit-log-path=/tmp/a.log"``).
         data_dir: where the server keeps its state, certificates and ``admin.kubeconfig``; default a
             fresh folder in a temporary directory, removed by ``stop()``. A given one is kept.
-        storage: ``--storage-backend``: ``memory`` (the default: nothing to clean up, the fastest)
-            or ``sqlite`` (under ``data_dir``: survives a restart). A ``--storage-backend`` among
-            ``flags`` wins.
+        storage: ``--storage-backend``: ``memory`` (the default: nothing to clean up, the fastest),
+            ``sqlite`` (under ``data_dir``: survives a restart) or ``etcd3``, the etcd cluster that
+            ``flags`` name with kube-apiserver's etcd flags, passed through as they are:
+            ``--etcd-servers`` (required), ``--etcd-prefix``, ``--etcd-cafile``, ``--etcd-certfile``,
+            ``--etcd-keyfile``, ``--etcd-servers-overrides``, ``--etcd-compaction-interval``. What the
+            server wrote stays in etcd after ``stop()``: a restart on the same flags finds it, and
+            servers sharing one etcd keep apart with a ``--etcd-prefix`` each::
+
+                with EtcdCluster() as etcd, Server("--etcd-servers", etcd.servers, "--etcd-prefix",
+                                                   "/test-a", storage="etcd3") as server:
+                    ...
+
+            A ``--storage-backend`` among ``flags`` wins.
         start_timeout_s: how long ``start()`` waits for the server to be ready.
         stop_timeout_s: how long ``stop()`` waits after SIGTERM before it sends SIGKILL.
         env: environment variables for the server process, over this process's.
