@@ -134,13 +134,21 @@ async def test_a_released_lease_is_taken_without_waiting_out_its_duration(
         registry: Registry, autojump_clock: trio.testing.MockClock) -> None:
     a, ca = _candidate(registry, "a", lease_duration_s=3600)
     b, cb = _candidate(registry, "b", lease_duration_s=3600)
+    a_returned = False
+
+    async def run_a(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        nonlocal a_returned
+        await a.run(task_status=task_status)
+        a_returned = True
+
     async with trio.open_nursery() as nursery:
-        await nursery.start(a.run)
+        await nursery.start(run_a)
         await nursery.start(b.run)
         await a.release()
         assert not ca.running  # the controllers stop before the lease is let go
         with trio.fail_after(60):  # far less than the lease's hour
             await _until(lambda: cb.running)
+        assert not a.leading and not a_returned  # released, a stays idle (not a service that stopped)
         nursery.cancel_scope.cancel()
 
 

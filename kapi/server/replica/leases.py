@@ -173,8 +173,8 @@ class LeaderElection:
         self._released = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Candidate until cancelled or released; ``started()`` once the first attempt is over (with the
-        services started when it took the Lease)."""
+        """Candidate until cancelled or released (then idle until cancelled); ``started()`` once the first
+        attempt is over (with the services started when it took the Lease)."""
         try:
             while not self._releasing.is_set():
                 if not await self._try_acquire_or_renew():
@@ -190,6 +190,8 @@ class LeaderElection:
         finally:
             self.leading = False
             self._released.set()
+        task_status.started()
+        await trio.sleep_forever()  # released for good: the server is stopping
 
     async def release(self, timeout_s: float = 2.0) -> None:
         """Stop leading (the services first) and clear the holder; waits at most ``timeout_s``."""
