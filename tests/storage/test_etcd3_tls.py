@@ -92,10 +92,14 @@ async def test_a_wrong_ca_or_no_client_certificate_fails_at_once_saying_why(tmp_
 
 
 @pytest.mark.e2e
-async def test_three_tls_members_on_one_round_robin_channel(tmp_path: Path) -> None:
+async def test_three_tls_members_on_one_round_robin_channel(tmp_path: Path, nursery: trio.Nursery) -> None:
     async with etcd_cluster(tmp_path, members=3, tls=make_tls(tmp_path)) as cluster:
         async with EtcdClient(cluster.endpoints, call_timeout_s=5.0, **cluster.client_options()) as client:
             members = set()
             for _ in range(9):
                 members.add((await client.status()).header.member_id)
             assert len(members) == 3  # round_robin reaches every member through the name override
+        # the store reads every member's version, each on a TLS channel of its own
+        storage = EtcdStorage(cluster.endpoints, **cluster.client_options())
+        await nursery.start(storage.run)
+        assert storage._versions.keys() == set(cluster.endpoints)

@@ -22,6 +22,8 @@ Watches keep the contract of the in-process backends (``kapi.storage._watch``):
 
 from __future__ import annotations
 
+import logging
+import re
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, AsyncIterator, Sequence, TypeVar
@@ -78,6 +80,23 @@ def _kv(kv: kv_pb2.KeyValue) -> KeyValue:
 # etcd's RequestProgress answer, meant for every watch of the stream (clientv3.InvalidWatchID)
 _BROADCAST = -1
 
+logger = logging.getLogger(__name__)
+
+_SEMVER = re.compile(r"v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?")
+_VERSION_CHECK_CAP_S = 15.0  # kube's backoff for the check: 10 ms doubling up to 15 s
+
+
+def supports_request_watch_progress(version: str) -> bool:
+    """Whether an etcd server of ``version`` (``Maintenance.Status``) answers RequestProgress in order
+    with its events: 3.4.31+ on 3.4, 3.5.13+ on 3.5, any 3.6 or later (kube's feature_support_checker,
+    etcd issues 15220 and 17507). A pre-release is below its release; a version that does not parse
+    is not supported."""
+    m = _SEMVER.fullmatch(version.strip())
+    if m is None:
+        return False
+    v = (int(m[1]), int(m[2]), int(m[3]), m[4] is None)  # a pre-release sorts before its release
+    return not (v < (3, 4, 31, True) or (3, 5, 0, True) <= v < (3, 5, 13, True))
+
 
 @dataclass(eq=False)
 class _Sub:
@@ -124,18 +143,53 @@ class EtcdStorage:
         self._seen = 0  # the highest revision this store has seen committed
         self._subs: set[_Sub] = set()
         self._delivered = trio.Event()  # set (and replaced) whenever a watch delivers or closes
+        self._versions: dict[str, str] = {}  # endpoint -> its etcd server version, once it answered
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with EtcdClient(self._endpoints, call_timeout_s=self._call_timeout_s, **self._tls) as client:
             stream = WatchStream(client, buffer=self._watch_buffer)
             async with trio.open_nursery() as nursery:
                 await nursery.start(stream.run)
+                for endpoint in dict.fromkeys(self._endpoints):
+                    await nursery.start(self._check_version, endpoint)
                 self._client, self._stream, self._nursery = client, stream, nursery
                 try:
                     task_status.started()
                     await trio.sleep_forever()
                 finally:
                     self._client = self._stream = self._nursery = None
+
+    @property
+    def consistent_reads_from_cache(self) -> bool:
+        """Whether a watch cache may serve consistent reads over this store (kube's RequestWatchProgress
+        gate): every endpoint has answered ``Maintenance.Status`` with a version that
+        ``supports_request_watch_progress``. False until then, and for good if one is older."""
+        endpoints = set(self._endpoints)
+        return self._versions.keys() == endpoints and all(map(supports_request_watch_progress, self._versions.values()))
+
+    async def _check_version(self, endpoint: str, *,
+                             task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read ``endpoint``'s etcd version (that member's, on a channel of its own); ``started()`` after
+        the first try, then retried with kube's backoff until it answers."""
+        delay = 0.01
+        started = False
+        async with EtcdClient([endpoint], call_timeout_s=self._call_timeout_s, **self._tls) as client:
+            while True:
+                try:
+                    self._versions[endpoint] = version = str((await client.status()).version)
+                    if not supports_request_watch_progress(version):
+                        logger.info("etcd %s is version %s: RequestWatchProgress is not supported (3.4.31+, "
+                                    "3.5.13+ or 3.6+ is), consistent reads are not served from the watch cache",
+                                    endpoint, version)
+                except StorageError as exc:
+                    logger.info("etcd %s: version not known yet (%s)", endpoint, exc)
+                if not started:
+                    started = True
+                    task_status.started()
+                if endpoint in self._versions:
+                    return
+                await trio.sleep(delay)
+                delay = min(delay * 2, _VERSION_CHECK_CAP_S)
 
     @property
     def client(self) -> EtcdClient:
