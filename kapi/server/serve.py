@@ -224,12 +224,9 @@ class StorageCheck:
 def compactors(storage: Storage, config: Config) -> list[Callable[[], Awaitable[None]]]:
     """One compactor per backend, every --etcd-compaction-interval: on etcd3, etcd's (kube's: CAS on
     compact_rev_key, so replicas on one cluster do not race), else ``compact_periodically``."""
-    compact: Callable[[Storage, float], Awaitable[None]] = compact_periodically
+    compact: Callable[[Any, float], Awaitable[None]] = compact_periodically
     if config.storage_backend == "etcd3":
-        try:
-            from kapi.storage.etcd3.compact import compactor as compact
-        except ImportError:  # not in this build yet
-            pass
+        from kapi.storage.etcd3.compact import compactor as compact
     return [partial(compact, backend, config.etcd_compaction_interval_s) for backend in backends_of(storage)]
 
 

@@ -16,7 +16,7 @@ from typing import Iterator
 import pytest
 
 from kapi.storage.etcd3.client import EtcdClient, prefix_end
-from tests.storage.etcd_support import etcd_cluster, free_port
+from tests.storage.etcd_support import etcd_cluster, free_port, make_tls
 
 from .conftest import Kubectl, Server, start_server, stop_server
 
@@ -207,3 +207,28 @@ def test_unreachable_etcd_exits_with_one_line(tmp_path: Path) -> None:
     [line] = [ln for ln in proc.stderr.splitlines() if "kapi cannot serve" in ln]
     assert "storage did not answer within 2s" in line and "--storage-initialization-timeout" in line
     assert not (tmp_path / "d" / "admin.kubeconfig").exists()
+
+
+async def test_tls_to_etcd_and_a_ca_that_does_not_match(tmp_path: Path) -> None:
+    tls = make_tls(tmp_path)
+    async with etcd_cluster(tmp_path, tls=tls) as etcd:
+        [endpoint] = etcd.endpoints
+        assert endpoint.startswith("https://")
+        flags = ("--storage-backend", "etcd3", "--etcd-servers", endpoint, "--etcd-certfile", tls.certfile,
+                 "--etcd-keyfile", tls.keyfile)
+        srv = start_server(tmp_path / "d", *flags, "--etcd-cafile", tls.cafile)
+        try:
+            status, _, body = create(srv, "/api/v1/namespaces/default/configmaps", configmap("over-tls"))
+            assert status == 201, body
+        finally:
+            assert stop_server(srv) == 0
+
+        other = make_tls(tmp_path, name="other")  # a CA etcd's certificate is not from
+        proc = subprocess.run(
+            [sys.executable, "-m", "kapi", "serve", "--data-dir", str(tmp_path / "d2"), "--secure-port", "0", *flags,
+             "--etcd-cafile", other.cafile, "--storage-initialization-timeout", "2s"],
+            capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 1
+        assert "Traceback" not in proc.stderr
+        [line] = [ln for ln in proc.stderr.splitlines() if "kapi cannot serve" in ln]
+        assert "storage did not answer within 2s" in line and "handshake" in line.lower(), line
