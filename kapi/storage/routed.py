@@ -18,7 +18,8 @@ every backend, callers that need a resource's revision ask the backend owning th
   resourceVersions are that backend's); so do the registry's own reads of a current revision;
 - ``current_revision``, ``compacted_revision`` and ``compact`` here answer for the default backend
   (the one most resources live in); ``kapi serve`` runs one compactor per backend (``backends``);
-- ``request_progress`` asks every backend; ``run`` runs every backend, ``started()`` once all are.
+- ``request_progress`` asks every backend; ``run`` runs every backend, ``started()`` once all are;
+  ``consistent_reads_from_cache`` holds when it holds of every backend.
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ class RoutedStorage:
     def request_progress(self) -> None:
         for backend in self.backends():
             backend.request_progress()
+
+    @property
+    def consistent_reads_from_cache(self) -> bool:
+        """Whether every backend lets a watch cache serve consistent reads (a cache wraps its own backend)."""
+        return all(getattr(backend, "consistent_reads_from_cache", True) for backend in self.backends())
 
     async def current_revision(self) -> int:
         """The default backend's (see the module docstring: a resource's is ``backend_of``'s)."""

@@ -65,5 +65,6 @@ def test_the_longest_prefix_owns_a_key() -> None:
     assert {id(b) for b in backends_of(storage)} == {id(default), id(services), id(endpoints)}
     plain = MemoryStorage()
     assert backend_of(plain, "/registry/pods/") is plain and backends_of(plain) == [plain]
+    assert storage.consistent_reads_from_cache  # memory: always
     with pytest.raises(ValueError, match="must end with"):
         RoutedStorage(default, {"/registry/events": services})
