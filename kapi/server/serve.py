@@ -100,6 +100,12 @@ KUBE_VERSION = {"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit
 
 def make_storage(config: Config, data_dir: Path) -> Storage:
     """The backend of --storage-backend (not running yet); a ``FatalError`` saying which flag is wrong."""
+    etcd_only = {"--etcd-servers": config.etcd_servers, "--etcd-cafile": config.etcd_cafile,
+                 "--etcd-certfile": config.etcd_certfile, "--etcd-keyfile": config.etcd_keyfile,
+                 "--etcd-servers-overrides": config.etcd_servers_overrides}
+    given = [flag for flag, value in etcd_only.items() if value]
+    if given and config.storage_backend != "etcd3":  # silently unused, the data would go elsewhere
+        raise FatalError(f"{', '.join(given)} need --storage-backend etcd3 (it is {config.storage_backend})")
     if config.storage_backend == "memory":
         from kapi.storage.memory import MemoryStorage
 

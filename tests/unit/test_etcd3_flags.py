@@ -65,5 +65,12 @@ def test_overrides_route_a_resource_to_its_cluster(tmp_path: Path) -> None:
     assert isinstance(events, EtcdStorage) and events is not storage.default
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "memory"])
+def test_etcd_flags_without_etcd3_are_refused(tmp_path: Path, backend: str) -> None:
+    c = config("--etcd-servers", "http://127.0.0.1:1", "--etcd-cafile", "ca.pem", "--storage-backend", backend)
+    with pytest.raises(FatalError, match=f"--etcd-servers, --etcd-cafile need --storage-backend etcd3 .it is {backend}"):
+        make_storage(c, tmp_path)
+
+
 def test_without_overrides_the_storage_is_one_cluster(tmp_path: Path) -> None:
     assert isinstance(make_storage(config("--etcd-servers", "http://127.0.0.1:1"), tmp_path), EtcdStorage)
