@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -67,24 +67,24 @@ class Model:
             self.errors.append(f"delete for unseen {k}")
 
 
-async def fresh_list(client: Client) -> dict[str, str]:
-    page = await client.list(CONFIGMAPS, NS)
+async def fresh_list(client: Client, namespace: str = NS) -> dict[str, str]:
+    page = await client.list(CONFIGMAPS, namespace)
     return {key(o): rv(o) for o in page["items"]}
 
 
 async def wait_until_equal(informers: list[Informer], client: Client, timeout_s: float = 60.0,
-                           models: list[Model] = ()) -> dict[str, str]:
+                           models: Sequence[Model] = (), namespace: str = NS) -> dict[str, str]:
     """The server's state once every informer's store holds exactly it and every model's handlers have
     caught up with it (fails with a diff after ``timeout_s``). Handlers run in their own tasks, after
     the store changed, so a store can equal the server a moment before its handlers have heard of it."""
     with trio.move_on_after(timeout_s):
         while True:
-            truth = await fresh_list(client)
+            truth = await fresh_list(client, namespace)
             stores = [{key(o): rv(o) for o in inf.store.list()} for inf in informers]
             if all(s == truth for s in stores) and all(m.objs == truth for m in models):
                 return truth
             await trio.sleep(0.2)
-    truth = await fresh_list(client)
+    truth = await fresh_list(client, namespace)
     for i, inf in enumerate(informers):
         store = {key(o): rv(o) for o in inf.store.list()}
         missing = set(truth) - set(store)
