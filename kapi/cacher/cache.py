@@ -64,6 +64,7 @@ class WatchStart:
 
 
 # How get_list answers a LIST (``Cacher._list_route``)
+_DELEGATED = "delegated"  # storage answers: the cache cannot serve consistent reads over it
 _UNREADY = "unready"  # 429 while the cache (re)initializes
 _UNREADY_STORAGE = "unready-storage"  # a plain paged LIST: storage answers meanwhile
 _CONSISTENT = "consistent"  # the current state once the cache has caught up with storage
@@ -104,6 +105,8 @@ class Cacher:
         self.rv = 0
         self.ready = False
         self._rv_changed = trio.Event()
+        self._waiting = 0  # readers waiting for the cache to catch up (see _progress_loop)
+        self._someone_waits = trio.Event()
         self._watchers: set[Watcher] = set()
         self._triggered: dict[tuple[str, str], set[Watcher]] = {}
         self._watch_counts = WatchCounts()  # untriggered watchers (see watch_count)
@@ -121,6 +124,7 @@ class Cacher:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._bookmark_loop)
+                nursery.start_soon(self._progress_loop)
                 while True:
                     try:
                         revision = await self._relist()
@@ -241,29 +245,49 @@ class Cacher:
         return errors.TooManyRequests("storage is (re)initializing", retry_after_s=retry)
 
     async def wait_for_rv(self, rv: int, timeout_s: float = FRESHNESS_WAIT_S) -> None:
-        """Wait until the cache has seen ``rv``; 504 ResourceVersionTooLarge after ``timeout_s``."""
+        """Wait until the cache has seen ``rv``; 504 ResourceVersionTooLarge after ``timeout_s``.
+
+        Meanwhile storage is asked for progress (``_progress_loop``): a revision written under
+        another prefix reaches this cache only as a PROGRESS event.
+        """
         if self.rv >= rv:
             return
         start = trio.current_time()
-        with trio.move_on_after(timeout_s):
-            while self.rv < rv:
-                self.storage.request_progress()
-                with trio.move_on_after(PROGRESS_INTERVAL_S):
+        self._waiting += 1
+        self._someone_waits.set()
+        try:
+            with trio.move_on_after(timeout_s):
+                while self.rv < rv:
                     await self._rv_changed.wait()
+        finally:
+            self._waiting -= 1
         self.metrics.read_wait.labels(**self._labels).observe(trio.current_time() - start)
         if self.rv < rv:
             raise errors.too_large_resource_version(rv, self.rv, retry_after_s=1)
 
+    async def _progress_loop(self) -> None:
+        """kube's conditionalProgressRequester: while anyone waits in ``wait_for_rv``, ask storage for
+        progress at once and then every 100 ms, one request for every waiter of this cache."""
+        while True:
+            await self._someone_waits.wait()
+            while self._waiting:
+                self.storage.request_progress()
+                await trio.sleep(PROGRESS_INTERVAL_S)
+            self._someone_waits = trio.Event()
+
     async def wait_fresh(self) -> bool:
-        """Consistent read: wait until the cache holds storage's current revision (KEP-2340)."""
-        target = await self.storage.current_revision()
+        """Consistent read: wait until the cache holds storage's current revision (KEP-2340); False after 3 s."""
+        target = await self.storage.current_revision()  # etcd: a quorum read
         try:
             await self.wait_for_rv(target)
         except errors.ServerTimeout:
-            self.metrics.consistent_read.labels(**self._labels, success="false", fallback="true").inc()
             return False
-        self.metrics.consistent_read.labels(**self._labels, success="true", fallback="false").inc()
         return True
+
+    def _consistent_reads(self) -> bool:
+        """Whether storage's progress answers let the cache serve consistent reads (kube's
+        ConsistentReadSupported: etcd's RequestProgress from 3.4.31 / 3.5.13 on)."""
+        return bool(getattr(self.storage, "consistent_reads_from_cache", True))
 
     # -------------------------------------------------------------- LIST
 
@@ -271,6 +295,8 @@ class Cacher:
         """Serve a LIST by SEMANTICS §1.2 (1.34+): from the cache, or from storage where it must."""
         filt = Filter(prefix, pred.label, pred.field)
         route = self._list_route(opts, filt.everything)
+        if route.kind == _DELEGATED:
+            return await self._list_storage("consistent-read-unsupported", prefix, opts, pred)
         if route.kind == _UNREADY_STORAGE:
             return await self._list_storage("not-ready", prefix, opts, pred)
         if route.kind == _UNREADY:
@@ -278,9 +304,7 @@ class Cacher:
         start = filt.key_prefix + route.start
         limit = opts.limit if route.paged else 0
         if route.kind == _CONSISTENT:
-            if not await self.wait_fresh():
-                return await self._list_storage("consistent-read-timeout", prefix, opts, pred)
-            return self._list_current(filt, start, limit)
+            return await self._list_consistent(filt, start, limit, prefix, opts, pred)
         await self.wait_for_rv(route.rv)  # a page one from storage may be ahead of the cache
         if route.kind == _AT:
             listed = self._list_at(route.rv, filt, start, limit)
@@ -288,10 +312,38 @@ class Cacher:
                 await self._list_storage("snapshot-not-retained", prefix, opts, pred)
         return self._list_current(filt, start, limit)
 
+    async def _list_consistent(self, filt: Filter, start: str, limit: int, prefix: str, opts: ListOptions,
+                               pred: Predicate[Entry]) -> ListResult[Entry]:
+        """A consistent read, from the cache once it caught up, else from storage; counted as kube's
+        delegator counts it (``fallback``: storage answered after the wait timed out)."""
+        success, fallback = "false", "false"
+        try:
+            if await self.wait_fresh():
+                result = self._list_current(filt, start, limit)
+            else:
+                fallback = "true"
+                result = await self._list_storage("consistent-read-timeout", prefix, opts, pred)
+            success = "true"
+            return result
+        finally:
+            self.metrics.consistent_read.labels(**self._labels, success=success, fallback=fallback).inc()
+
     def _list_route(self, opts: ListOptions, everything: bool) -> _Route:
-        """How ``get_list`` answers ``opts``, decided without waiting; BadRequest for a bad continue token."""
+        """How ``get_list`` answers ``opts``, decided without waiting; BadRequest for a bad continue token.
+
+        As kube's delegator: a consistent read, or an exact one at a revision the cache has not
+        seen, goes to storage when the cache cannot serve consistent reads; else a cache that is
+        not ready hands a plain paged LIST to storage and refuses the others (429).
+        """
+        route = self._asked_route(opts)
+        if (route.kind == _CONSISTENT or route.kind == _AT and route.rv > self.rv) and not self._consistent_reads():
+            return _Route(_DELEGATED)
         if not self.ready:
             return _Route(_UNREADY_STORAGE if opts.limit > 0 and everything else _UNREADY)
+        return route
+
+    def _asked_route(self, opts: ListOptions) -> _Route:
+        """What ``opts`` ask the cache for (SEMANTICS §1.2)."""
         rv_text = opts.resource_version
         if opts.continue_token:
             token = decode_continue(opts.continue_token)
@@ -458,6 +510,10 @@ class Cacher:
 
     def request_progress(self) -> None:
         self.storage.request_progress()
+
+    @property
+    def consistent_reads_from_cache(self) -> bool:
+        return self._consistent_reads()
 
     async def current_revision(self) -> int:
         return await self.storage.current_revision()

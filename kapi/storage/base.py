@@ -158,6 +158,15 @@ class Storage(Protocol):
     def request_progress(self) -> None:
         """Ask for a PROGRESS event at the current revision on every live watch (etcd's RequestProgress)."""
 
+    @property
+    def consistent_reads_from_cache(self) -> bool:
+        """Whether a watch cache may serve consistent reads over this backend (kube's ConsistentReadSupported).
+
+        True when ``request_progress`` brings a watch cache to the current revision promptly and in
+        order with events; etcd only from 3.4.31 / 3.5.13. When False a watch cache hands consistent
+        LISTs to the backend (kube-apiserver's fallback).
+        """
+
     async def current_revision(self) -> int:
         """The latest committed revision (etcd: a quorum read, so it is awaited)."""
 

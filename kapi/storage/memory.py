@@ -147,6 +147,11 @@ class MemoryStorage:
         """Every live watch gets a PROGRESS event at the current revision."""
         self._hub.request_progress()
 
+    @property
+    def consistent_reads_from_cache(self) -> bool:
+        """Always: a PROGRESS marker is ordered with this backend's events."""
+        return True
+
     async def current_revision(self) -> int:
         """The latest committed revision."""
         await trio.lowlevel.checkpoint()

@@ -392,6 +392,11 @@ class SqliteStorage:
         """Every live watch gets a PROGRESS event at the current revision."""
         self._hub.request_progress()
 
+    @property
+    def consistent_reads_from_cache(self) -> bool:
+        """Always: a PROGRESS marker is ordered with this backend's events."""
+        return True
+
     async def current_revision(self) -> int:
         """The latest revision whose commit has been handed to trio."""
         await trio.lowlevel.checkpoint()
