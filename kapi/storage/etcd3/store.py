@@ -127,6 +127,9 @@ class EtcdStorage:
 
     ``https://`` endpoints take ``cafile`` and, for etcd's ``--client-cert-auth``, ``certfile`` and
     ``keyfile`` (``EtcdClient``'s TLS; wrong combinations are a ``ValueError`` here, at once).
+    ``run`` reads every endpoint's etcd version before ``started()`` (one try each; those that fail
+    are retried in the background) for ``consistent_reads_from_cache``. ``compact.compactor`` is
+    kube's compactor over this store.
     """
 
     def __init__(self, endpoints: Sequence[str], *, cafile: str | None = None, certfile: str | None = None,
@@ -150,8 +153,9 @@ class EtcdStorage:
             stream = WatchStream(client, buffer=self._watch_buffer)
             async with trio.open_nursery() as nursery:
                 await nursery.start(stream.run)
-                for endpoint in dict.fromkeys(self._endpoints):
-                    await nursery.start(self._check_version, endpoint)
+                async with trio.open_nursery() as first_tries:  # every endpoint's at once
+                    for endpoint in dict.fromkeys(self._endpoints):
+                        first_tries.start_soon(nursery.start, self._check_version, endpoint)
                 self._client, self._stream, self._nursery = client, stream, nursery
                 try:
                     task_status.started()
