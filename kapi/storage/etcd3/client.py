@@ -146,7 +146,8 @@ def credentials(endpoints: Sequence[str], *, cafile: str | None = None, certfile
                              f"(got {list(endpoints)})")
         return None
     if not cafile:
-        raise ValueError(f"https:// etcd endpoints need the CA file of etcd's server certificates (got {list(endpoints)})")
+        raise ValueError(f"https:// etcd endpoints need the CA file of etcd's server certificates "
+                         f"(got {list(endpoints)})")
     if bool(certfile) != bool(keyfile):
         raise ValueError("the etcd client certificate needs both certfile and keyfile")
     return grpc.ssl_channel_credentials(root_certificates=_read(cafile),
