@@ -2,7 +2,8 @@
 
 The pieces it runs live beside it: ``supervise`` (a background service under a name, restarted or
 fatal), ``caches`` (the watch caches following the resource table), ``bootstrap`` (the objects a
-server keeps: system namespaces, the ``kubernetes`` Service), ``https`` and ``pki``.
+server keeps: system namespaces, the ``kubernetes`` Service), ``https``, ``pki`` and ``replica`` (what
+replicas on one datastore share and keep: bootstrap material, identity Leases, Endpoints, the leader Lease).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from kapi.chain.webhookclient import WebhookClient
 from kapi.controllers.crd import GROUP as CRD_GROUP, RESOURCE as CRD_RESOURCE, CRDController
 from kapi.controllers.namespace import NamespaceController
 from kapi.controllers.resourcequota import ResourceQuotaController
-from kapi.controllers.writes import Writes
-from kapi.server.bootstrap import bootstrap, publish_endpoint
+from kapi.controllers.writes import CONTROLLER_MANAGER_USER, Writes
+from kapi.server.bootstrap import bootstrap
 from kapi.server.apfbootstrap import keep_apf_bootstrap
 from kapi.server.apiservices import keep_api_services
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
@@ -59,6 +60,8 @@ from kapi.metrics import Metrics
 from kapi.chain.authn.serviceaccount import ServiceAccountTokens, load_private_key
 from kapi.controllers.serviceaccounttoken import TokensController
 from kapi.server.pki import ensure_pki, ensure_service_account_key, write_kubeconfig
+from kapi.server.replica.leases import LeaderElection
+from kapi.server.replica.member import Replica
 from kapi.server.replica.shared import join_cluster
 from kapi.server.supervise import FatalError, supervise
 from kapi.registry.informer import Informers
@@ -435,24 +438,27 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             # The object counts of the resources without a watch cache (their LIST estimates; kube's count poll)
             await services.start(partial(supervise, "object counts", registry.track_object_counts, restart=True))
         await services.start(partial(supervise, "customresourcedefinition controller", crds.run, restart=True))
-        await services.start(partial(supervise, "namespace controller", namespaces.run, restart=True))
-        await services.start(partial(supervise, "service-account token controller", partial(
-            _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text(), writes), restart=True))
-        await services.start(partial(supervise, "clusterrole aggregation controller", aggregation.run,
-                                     restart=True))
-        await services.start(partial(supervise, "csr signing controller", csr_signing.run, restart=True))
-        await services.start(partial(supervise, "pvc/pv protection controller", storage_protection.run, restart=True))
-        await services.start(partial(supervise, "validatingadmissionpolicy status controller",
-                                     AdmissionPolicyStatusController(registry, informers.informer(
-                                         VAP_GROUP, VAP_RESOURCE), writes).run, restart=True))
-        await services.start(partial(supervise, "resourcequota controller",
-                                     ResourceQuotaController(registry, informers, writes=writes).run, restart=True))
+        # kube-controller-manager's controllers write cluster state that replicas would fight over: they run
+        # on the replica holding the kube-controller-manager Lease (alone on sqlite or memory, it is taken at
+        # once). What builds a replica's own serving state (CRDs' resources, APIService registration, APF,
+        # the informers authentication and admission read) runs on every replica, as in kube-apiserver.
+        election = LeaderElection(registry, writes.controller("leader-election", CONTROLLER_MANAGER_USER), [
+            ("namespace controller", namespaces.run),
+            ("service-account token controller", partial(
+                _tokens_controller, registry, informers, service_accounts, pki.ca_cert.read_text(), writes)),
+            ("clusterrole aggregation controller", aggregation.run),
+            ("csr signing controller", csr_signing.run),
+            ("pvc/pv protection controller", storage_protection.run),
+            ("validatingadmissionpolicy status controller", AdmissionPolicyStatusController(
+                registry, informers.informer(VAP_GROUP, VAP_RESOURCE), writes).run),
+            ("resourcequota controller", ResourceQuotaController(registry, informers, writes=writes).run),
+            # A restarted collector rebuilds its owner index from a fresh watch of everything.
+            ("garbage collector", partial(_collect_garbage, registry, writes)),
+        ], exclusive=config.storage_backend != "etcd3")
+        await services.start(partial(supervise, "leader election", election.run, restart=True))
         # An APIService per served group/version, CRDs' too (kube's autoregister and crdregistration).
         await services.start(partial(supervise, "apiservice registration", partial(keep_api_services, registry,
                                                                                      loopback), restart=True))
-        # A restarted collector rebuilds its owner index from a fresh watch of everything.
-        await services.start(partial(supervise, "garbage collector", partial(_collect_garbage, registry, writes),
-                                     restart=True))
 
         async with trio.open_nursery() as http:
             binds = await http.start(partial(supervise, "HTTPS server", partial(
@@ -460,7 +466,9 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             url = binds[0]
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
-            await publish_endpoint(registry, host.strip("[]"), int(port), loopback)
+            # Its identity Lease, and its address among the live replicas' in the kubernetes Endpoints.
+            replica = Replica(registry, loopback, config.advertise_address or host.strip("[]"), int(port), election)
+            await services.start(partial(supervise, "replica identity and endpoints", replica.run, restart=True))
             kubeconfig = data_dir / "admin.kubeconfig"
             write_kubeconfig(kubeconfig, url, pki)
             health.ready = True
@@ -468,7 +476,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
                      time.monotonic() - started_at, kubeconfig.resolve(), pki.ca_cert.resolve())
             task_status.started(Server(url, registry, app))
             http.start_soon(_shutdown_on_signal, config, app, health, shutdown)
-        # hypercorn has returned: no request is in flight any more.
+        # hypercorn has returned: no request is in flight any more. Storage still runs: leave the cluster.
+        await replica.leave()
         services.cancel_scope.cancel()
 
 
