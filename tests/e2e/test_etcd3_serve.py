@@ -53,9 +53,9 @@ def etcd_flags(endpoints: list[str], *extra: str) -> tuple[str, ...]:
 
 
 @contextmanager
-def watching(kc: Kubectl, *args: str) -> Iterator[queue.Queue[str]]:
-    """``kubectl get --watch`` in the background; its output lines arrive in the queue."""
-    proc = subprocess.Popen([kc.binary, "--kubeconfig", str(kc.server.kubeconfig), "get", "--watch", *args],
+def streaming(kc: Kubectl, *args: str) -> Iterator[queue.Queue[str]]:
+    """``kubectl *args`` (a watch) in the background; its output lines arrive in the queue."""
+    proc = subprocess.Popen([kc.binary, "--kubeconfig", str(kc.server.kubeconfig), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
@@ -89,7 +89,7 @@ async def test_kubectl_restart_and_prefixes_on_one_etcd(tmp_path: Path) -> None:
             kc = kubectl(a)
             kc.run("create", "configmap", "first", "--from-literal=k=v")
             assert kc.run("get", "configmap", "first", "-o", "jsonpath={.data.k}").stdout == "v"
-            with watching(kc, "configmaps", "-o", "name") as lines:
+            with streaming(kc, "get", "--watch", "configmaps", "-o", "name") as lines:
                 wait_for_line(lines, "configmap/first")
                 kc.run("create", "configmap", "second")
                 wait_for_line(lines, "configmap/second")
@@ -122,12 +122,13 @@ async def test_kubectl_restart_and_prefixes_on_one_etcd(tmp_path: Path) -> None:
             assert stop_server(a) == 0
 
 
-async def test_events_override_keeps_events_in_the_second_etcd(tmp_path: Path) -> None:
+async def test_overrides_keep_events_and_configmaps_in_the_second_etcd(tmp_path: Path) -> None:
     (tmp_path / "main").mkdir()
-    (tmp_path / "events").mkdir()
-    async with etcd_cluster(tmp_path / "main") as main, etcd_cluster(tmp_path / "events") as events:
-        override = "/events#" + ";".join(f"http://{e}" for e in events.endpoints)
-        srv = start_server(tmp_path / "d", *etcd_flags(main.endpoints, "--etcd-servers-overrides", override))
+    (tmp_path / "second").mkdir()
+    async with etcd_cluster(tmp_path / "main") as main, etcd_cluster(tmp_path / "second") as second:
+        servers = ";".join(f"http://{e}" for e in second.endpoints)
+        srv = start_server(tmp_path / "d", *etcd_flags(main.endpoints, "--etcd-servers-overrides",
+                                                       f"/events#{servers},/configmaps#{servers}"))
         try:
             event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"},
                      "involvedObject": {"kind": "ConfigMap", "name": "c1", "namespace": "default"},
@@ -136,16 +137,42 @@ async def test_events_override_keeps_events_in_the_second_etcd(tmp_path: Path) -
             assert status == 201, body
             status, _, body = create(srv, "/api/v1/namespaces/default/configmaps", configmap("c1"))
             assert status == 201, body
+            status, _, body = create(srv, "/api/v1/namespaces/default/secrets",
+                                     json.dumps({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s1"}}).encode())
+            assert status == 201, body
             kc = kubectl(srv)
             assert "event/e1" in kc.run("get", "events", "-o", "name").stdout.split()
             # events.k8s.io's events are the same objects, in the same etcd
             assert "e1" in kc.run("get", "events.v1.events.k8s.io", "-o", "name").stdout
+            # A LIST of configmaps (from their watch cache) and a GET at the resourceVersion it gave: the
+            # second etcd's revisions
+            listed = json.loads(kc.run("get", "configmaps", "-o", "json").stdout)
+            assert "c1" in {i["metadata"]["name"] for i in listed["items"]}
+            rv = listed["metadata"]["resourceVersion"]
+            status, _, body = srv.request("GET", f"/api/v1/namespaces/default/configmaps/c1?resourceVersion={rv}")
+            assert status == 200, body
+            # A watch of events from now (no resourceVersion, no initial events) starts at the second etcd's
+            # current revision, not the main one's (far ahead): the events created after it opens arrive.
+            with streaming(kc, "get", "--raw", "/api/v1/namespaces/default/events?watch=1&sendInitialEvents=false"
+                                               "&resourceVersionMatch=NotOlderThan") as lines:
+                arrived = ""
+                for i in range(60):  # it opens at some point: from then on each new event arrives
+                    event["metadata"] = {"name": f"later-{i}"}
+                    assert create(srv, "/api/v1/namespaces/default/events", json.dumps(event).encode())[0] == 201
+                    try:
+                        arrived = lines.get(timeout=0.5)
+                        break
+                    except queue.Empty:
+                        continue
+                assert '"later-' in arrived and '"ADDED"' in arrived, arrived
         finally:
             assert stop_server(srv) == 0
-        assert await keys(events.endpoints, "/registry/events/") == ["/registry/events/default/e1"]
-        assert await keys(events.endpoints, "/registry/configmaps/") == []
+        assert "/registry/events/default/e1" in await keys(second.endpoints, "/registry/events/")
+        assert "/registry/configmaps/default/c1" in await keys(second.endpoints, "/registry/configmaps/")
+        assert await keys(second.endpoints, "/registry/secrets/") == []
         assert await keys(main.endpoints, "/registry/events/") == []
-        assert "/registry/configmaps/default/c1" in await keys(main.endpoints, "/registry/configmaps/")
+        assert await keys(main.endpoints, "/registry/configmaps/") == []
+        assert await keys(main.endpoints, "/registry/secrets/") == ["/registry/secrets/default/s1"]
 
 
 async def test_etcd_outage_answers_503_and_unready_then_recovers(tmp_path: Path) -> None:
