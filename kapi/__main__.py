@@ -316,6 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-san", type=_list, action="append", default=[], metavar="NAME[,NAME]",
                    help="more DNS names or IPs for this server's serving certificate, such as a load balancer's "
                         "(repeatable, comma-separated)")
+    s.add_argument("--tls-cert-file", default="",
+                   help="PEM serving certificate (chain) of one's own, instead of the one made under <data-dir>/pki "
+                        "from kapi's CA; with --tls-private-key-file")
+    s.add_argument("--tls-private-key-file", default="", help="the private key of --tls-cert-file")
     s.add_argument("-v", "--log-level", default=d.log_level, choices=("debug", "info", "warning", "error"),
                    help="the least severe log level written (debug also shows tracebacks)")
     k = sub.add_parser(
@@ -417,6 +421,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
         token_file=args.token_file,
         advertise_address=args.advertise_address,
         tls_sans=tuple(name for names in args.tls_san for name in names),
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
     )
 
 

@@ -94,4 +94,6 @@ class Config:
     token_file: str = ""  # k3s's --token-file: the token in a file
     advertise_address: str = ""  # kube's: the IP published in the kubernetes Endpoints ("": the bind address)
     tls_sans: tuple[str, ...] = ()  # k3s's --tls-san: more names and IPs in this replica's serving certificate
+    tls_cert_file: str = ""  # kube's: a serving certificate of one's own ("": <data-dir>/pki/apiserver.crt)
+    tls_private_key_file: str = ""
     log_level: str = "info"

@@ -340,7 +340,8 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     storage = make_storage(config, data_dir)  # its flags checked before anything is written
     prepare_data_dir(data_dir)
     if config.token or config.token_file:  # replicas share the CA and credentials through the datastore
-        await join_cluster(make_storage(config, data_dir), config, data_dir)
+        await join_cluster(make_storage(config, data_dir), config, data_dir,
+                           partial(wait_for_storage, timeout_s=config.storage_initialization_timeout_s))
     try:
         pki = ensure_pki(data_dir, config.bind_address, (config.advertise_address, *config.tls_sans))
     except (OSError, ValueError) as exc:  # unreadable, or not PEM
@@ -367,8 +368,10 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     hconf = HypercornConfig()
     host = f"[{config.bind_address}]" if ":" in config.bind_address else config.bind_address
     hconf.bind = [f"{host}:{config.secure_port}"]
-    hconf.certfile = str(pki.serving_cert)
-    hconf.keyfile = str(pki.serving_key)
+    if bool(config.tls_cert_file) != bool(config.tls_private_key_file):
+        raise FatalError("--tls-cert-file and --tls-private-key-file go together")
+    hconf.certfile = config.tls_cert_file or str(pki.serving_cert)
+    hconf.keyfile = config.tls_private_key_file or str(pki.serving_key)
     hconf.alpn_protocols = ["h2", "http/1.1"]
     hconf.keep_alive_max_requests = 1_000_000
     # The idle, handshake and request-header deadlines and the header size limit are kube-apiserver's

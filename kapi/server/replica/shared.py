@@ -18,7 +18,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Callable
+from typing import Awaitable, Callable
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -140,8 +140,10 @@ def _read(path: Path) -> bytes | None:
     return path.read_bytes() if path.exists() else None
 
 
-async def join_cluster(storage: Storage, config: Config, data_dir: Path) -> None:
-    """``join`` with the server's flags, over ``storage`` run for the while (the server runs its own later)."""
+async def join_cluster(storage: Storage, config: Config, data_dir: Path,
+                       ready: Callable[[Storage], Awaitable[None]] | None = None) -> None:
+    """``join`` with the server's flags, over ``storage`` run for the while (the server runs its own later);
+    ``ready`` waits until storage answers (start-up's wait, bounded by --storage-initialization-timeout)."""
     token = join_token(config)
 
     def make_local() -> None:
@@ -150,6 +152,8 @@ async def join_cluster(storage: Storage, config: Config, data_dir: Path) -> None
 
     async with trio.open_nursery() as nursery:
         await nursery.start(storage.run)
+        if ready is not None:
+            await ready(storage)
         joined = await join(storage, key_root(config.etcd_prefix), token, data_dir / "pki", make_local)
         nursery.cancel_scope.cancel()
     if joined:
