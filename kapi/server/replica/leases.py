@@ -115,7 +115,10 @@ async def collect_expired_identities(registry: Registry, writer: Writer, *, inte
     are deleted, each checked again just before (a precondition on what was read)."""
     task_status.started()
     while True:
-        await collect_expired_identities_once(registry, writer)
+        try:
+            await collect_expired_identities_once(registry, writer)
+        except errors.StatusError as err:  # storage away for a while: the next round tries again
+            log.warning("cannot collect expired identity leases: %s", err.message)
         await trio.sleep(interval_s)
 
 
