@@ -45,6 +45,9 @@ class Metrics:
         self.consistent_read = Counter(
             "apiserver_watch_cache_consistent_read_total", "Counter for consistent reads from cache",
             ["group", "resource", "success", "fallback"], registry=r)
+        self.consistency_checks = Counter(
+            "apiserver_storage_consistency_checks_total", "Counter for status of consistency checks between etcd "
+            "and watch cache", ["group", "resource", "status"], registry=r)
         self.resource_version = Gauge(
             "apiserver_watch_cache_resource_version", "Current resource version of watch cache broken by "
             "resource type", ["group", "resource"], registry=r)

@@ -29,6 +29,7 @@ from kapi._fast import EventRing
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.metrics import Metrics
 from kapi.storage.base import Event, KeyValue, ListResult, Predicate, Storage
+from kapi.cacher import consistency
 from kapi.cacher.store import CacheEvent, CacheStore, Entry, Snapshot
 from kapi.cacher.watcher import Bookmark, Filter, TimeBudget, Watcher, WatchCounts, WatchItem, transition
 
@@ -84,6 +85,7 @@ class _Route:
 class CacheConfig:
     capacity: int = 100
     indexed_fields: tuple[str, ...] = ()
+    check_period_s: float = consistency.CHECK_PERIOD_S  # DetectCacheInconsistency; 0: never
 
 
 class Cacher:
@@ -102,8 +104,10 @@ class Cacher:
         self.store = CacheStore(config.indexed_fields)
         self.ring = EventRing(config.capacity, min_capacity=config.capacity, max_capacity=max(102_400,
                                                                                              config.capacity))
+        self.check_period_s = config.check_period_s
         self.rv = 0
         self.ready = False
+        self._following: trio.CancelScope | None = None  # the storage watch after a list (see rebuild)
         self._rv_changed = trio.Event()
         self._waiting = 0  # readers waiting for the cache to catch up (see _progress_loop)
         self._someone_waits = trio.Event()
@@ -125,6 +129,8 @@ class Cacher:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._bookmark_loop)
                 nursery.start_soon(self._progress_loop)
+                if self.check_period_s > 0:
+                    nursery.start_soon(consistency.check_periodically, self, self.check_period_s)
                 while True:
                     try:
                         revision = await self._relist()
@@ -132,9 +138,13 @@ class Cacher:
                             started = True
                             task_status.started()
                         backoff = RESTART_BACKOFF_S[0]
-                        async with self.storage.watch(self.prefix, revision) as events:
-                            async for ev in events:
-                                await self._process(ev)
+                        with trio.CancelScope() as self._following:
+                            async with self.storage.watch(self.prefix, revision) as events:
+                                async for ev in events:
+                                    await self._process(ev)
+                        if self._following.cancelled_caught:
+                            self._become_unready()
+                            continue  # rebuild(): a fresh list at once
                     except (errors.RevisionCompacted, errors.StorageUnavailable) as exc:
                         log.info("watch cache %s: %s; relisting", self.resource, exc)
                     except Exception:
@@ -171,6 +181,14 @@ class Cacher:
         self.metrics.capacity.labels(**self._labels).set(self.ring.capacity)
         return revision
 
+    def rebuild(self) -> None:
+        """Load a fresh list at once (a consistency check found the cache differing from storage).
+
+        As any re-initialisation it ends every watcher: clients resume from their last rv, or list again.
+        """
+        if self._following is not None:
+            self._following.cancel()
+
     def _become_unready(self) -> None:
         """Re-initialisation ends every watcher (they resume from their last rv)."""
         self.ready = False
@@ -184,6 +202,10 @@ class Cacher:
             self.metrics.resource_version.labels(**self._labels).set(rv)
             self._rv_changed.set()
             self._rv_changed = trio.Event()
+
+    def serves(self, kv: KeyValue) -> bool:
+        """Whether the cache would hold this stored value (not one it refuses as corrupt)."""
+        return self._entry(kv.key, kv.value, kv.revision) is not None
 
     def _entry(self, key: str, value: bytes, revision: int) -> Entry | None:
         """The cache entry of a stored value; None for one that cannot be served (logged once).

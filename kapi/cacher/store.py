@@ -162,6 +162,10 @@ class CacheStore:
         slot_keys = self._slot_keys
         return sorted(k for k in (slot_keys[s] for s in slots) if low <= k and (high is None or k < high))
 
+    def versions(self) -> list[tuple[str, int]]:
+        """(key, rv) of every entry, in key order."""
+        return [(key, entry.rv) for key, entry in self._entries.items()]
+
     def entries_of(self, keys: Sequence[str]) -> list[Entry]:
         """The entries at ``keys`` (every key present), in that order."""
         get = self._entries.__getitem__
