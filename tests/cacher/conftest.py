@@ -1,8 +1,8 @@
 """Shared fixtures: a backend, a registry and a started pod watch cache.
 
 Every test that takes ``backend`` (``env`` and ``make_env`` do) runs on each backend: memory, SQLite
-and etcd3 (marked e2e). The etcd tests of one module share one etcd, each under its own key root;
-a test on trio's virtual clock runs on memory alone (the clock would jump over real I/O).
+and etcd3 (marked e2e). The etcd tests of one module share one etcd, emptied before each; a test
+on trio's virtual clock runs on memory alone (the clock would jump over real I/O).
 
 The tests' etcd is 3.5.1, older than kube's 3.5.13 for consistent reads from a cache: EtcdStorage
 says so, and a watch cache then hands consistent LISTs to storage (test_consistent_reads checks
@@ -12,7 +12,6 @@ on RequestProgress answers (which EtcdStorage orders with events itself), are te
 
 from __future__ import annotations
 
-import itertools
 import queue
 import threading
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from kapi.apis import BUILTIN
 from kapi.registry.resources import Resource, ResourceTable
 from kapi.registry.store import Registry
 from kapi.storage.base import Storage
+from kapi.storage.etcd3.client import EtcdClient
 from kapi.storage.etcd3.store import EtcdStorage
 from kapi.storage.memory import MemoryStorage
 from kapi.storage.sqlite import SqliteStorage
@@ -40,7 +40,6 @@ from tests.storage.etcd_support import etcd_binary, etcd_cluster
 
 NODE_INDEX = ("spec.nodeName",)
 BACKENDS = ["memory", "sqlite", pytest.param("etcd3", marks=pytest.mark.e2e)]
-_roots = itertools.count()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -58,11 +57,10 @@ class NewerEtcdStorage(EtcdStorage):
 
 @dataclass(frozen=True)
 class Backend:
-    """How a test gets its storage: ``make()`` a backend not yet running, keys under ``root``."""
+    """How a test gets its storage: ``make()`` a backend not yet running."""
 
     name: str
     make: Callable[[], Storage]
-    root: str = "/registry"
 
 
 @pytest.fixture(scope="module")
@@ -97,22 +95,29 @@ def shared_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]
         thread.join()
 
 
+async def emptied(endpoints: list[str]) -> list[str]:
+    """``endpoints``, once their etcd holds no key (its revision goes on)."""
+    async with EtcdClient(endpoints) as client:
+        await client.delete_range(b"\x00", b"\x00")
+    return endpoints
+
+
 @pytest.fixture
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     """The backend under test (parametrized by ``pytest_generate_tests``; "etcd3-as-is": EtcdStorage itself)."""
     name = request.param
     if name == "memory":
         return Backend(name, MemoryStorage)
     if name == "sqlite":
         return Backend(name, partial(SqliteStorage, str(tmp_path / "kapi.db")))
-    endpoints = request.getfixturevalue("shared_etcd")
+    endpoints = await emptied(request.getfixturevalue("shared_etcd"))
     store = EtcdStorage if name == "etcd3-as-is" else NewerEtcdStorage
-    return Backend(name, partial(store, endpoints), root=f"/t{next(_roots)}/registry")
+    return Backend(name, partial(store, endpoints))
 
 
 @dataclass
 class Env:
-    """A running memory backend, a registry over it and the pods cacher, with write helpers."""
+    """A running backend, a registry over it and the pods cacher, with write helpers."""
 
     storage: Storage
     registry: Registry
@@ -188,7 +193,7 @@ def make_env(nursery: trio.Nursery, backend: Backend) -> MakeEnv:
         if storage is None:
             storage = backend.make()
             await nursery.start(storage.run)
-        registry = Registry(storage, ResourceTable(BUILTIN), root=backend.root, metrics=Metrics())
+        registry = Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
         res = registry.table.get("", "v1", "pods")
         assert res is not None
         cacher = registry.make_cacher(res, capacity=capacity, indexed_fields=indexed_fields)

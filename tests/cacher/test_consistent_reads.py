@@ -48,7 +48,7 @@ async def wrapped_env(make_env: MakeEnv, backend: Backend, nursery: trio.Nursery
 
 async def elsewhere(env: Env, name: str) -> int:
     """A write under another resource's prefix: the pods cache sees no event of it."""
-    return await env.storage.create(env.registry.root + f"/configmaps/default/{name}", codec.encode_value(
+    return await env.storage.create(f"/registry/configmaps/default/{name}", codec.encode_value(
         {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": name, "namespace": "default"}}))
 
 

@@ -1,6 +1,6 @@
 """Issue 10: nothing storage holds can kill a consumer.
 
-Bad values are put straight into storage (memory and sqlite), then the watch cache, the
+Bad values are put straight into storage (each backend), then the watch cache, the
 registry's LIST/GET/WATCH/DELETE and the controllers run over them: each bad object is left
 out (and logged), the good ones are served, and nothing raises.
 """
@@ -8,7 +8,6 @@ out (and logged), the good ones are served, and nothing raises.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, Sequence
 
 import msgpack
@@ -28,8 +27,8 @@ from kapi.registry.resources import ResourceTable
 from kapi.registry.deletion import DeleteOptions
 from kapi.registry.store import Registry, WriteOptions
 from kapi.storage.base import Storage
-from kapi.storage.memory import MemoryStorage
-from kapi.storage.sqlite import SqliteStorage
+
+from .conftest import Backend
 
 PREFIX = "/registry/configmaps/default/"
 
@@ -70,13 +69,10 @@ BAD_VALUES: dict[str, bytes] = {
 GOOD = ("good-a", "good-b")
 
 
-def make_storage(kind: str, tmp_path: Path) -> Storage:
-    return MemoryStorage() if kind == "memory" else SqliteStorage(str(tmp_path / "kapi.db"))
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def storage(request: pytest.FixtureRequest, nursery: trio.Nursery, tmp_path: Path) -> Storage:
-    store = make_storage(request.param, tmp_path)
+@pytest.fixture
+async def storage(backend: Backend, nursery: trio.Nursery) -> Storage:
+    """The backend under test (each of them: see conftest), running."""
+    store = backend.make()
     await nursery.start(store.run)
     return store
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from contextlib import aclosing
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
 
 import orjson
+import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,9 +24,11 @@ from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry, Selection
 from kapi.object.selectors import parse_label_selector
+from kapi.storage.base import Storage
 from kapi.storage.memory import MemoryStorage
+from kapi.storage.sqlite import SqliteStorage
 
-from .conftest import Env, line_objects
+from .conftest import Env, NewerEtcdStorage, emptied, line_objects
 
 NAMES = [("a", "p"), ("a", "q"), ("b", "p"), ("b", "r")]
 LABELS = [{}, {"app": "web"}, {"app": "db"}, {"app": "web", "tier": "1"}]
@@ -63,9 +68,10 @@ def apply_events(state: State, events: list[dict[str, Any]]) -> State:
     return out
 
 
-async def scenario(operations: list[tuple[str, int, int]], start_after: int) -> None:
+async def scenario(make: Callable[[], Awaitable[Storage]], operations: list[tuple[str, int, int]],
+                   start_after: int) -> None:
     async with trio.open_nursery() as nursery:
-        storage = MemoryStorage()
+        storage = await make()
         await nursery.start(storage.run)
         registry = Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
         res = registry.table.get("", "v1", "pods")
@@ -174,8 +180,32 @@ async def catch_up_lines(env: Env, rv: int) -> list[dict[str, Any]]:
     return [e for e in events if e["object"]["metadata"]["namespace"] != MARKER_NS]
 
 
+async def memory() -> Storage:
+    return MemoryStorage()
+
+
 @settings(max_examples=50, deadline=None)
 @given(ops, st.integers(0, 30))
 def test_list_at_rv_plus_watch_from_rv_is_the_final_state(operations: list[tuple[str, int, int]],
                                                           start_after: int) -> None:
-    trio.run(scenario, operations, start_after)
+    trio.run(scenario, memory, operations, start_after)
+
+
+@settings(max_examples=10, deadline=None)
+@given(ops, st.integers(0, 30))
+def test_the_same_on_sqlite(operations: list[tuple[str, int, int]], start_after: int) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        async def sqlite() -> Storage:
+            return SqliteStorage(str(Path(directory) / "kapi.db"))
+
+        trio.run(scenario, sqlite, operations, start_after)
+
+
+@pytest.mark.e2e
+@settings(max_examples=20, deadline=None)
+@given(operations=ops, start_after=st.integers(0, 30))
+def test_the_same_on_etcd3(shared_etcd: list[str], operations: list[tuple[str, int, int]], start_after: int) -> None:
+    async def etcd() -> Storage:
+        return NewerEtcdStorage(await emptied(shared_etcd))
+
+    trio.run(scenario, etcd, operations, start_after)

@@ -14,12 +14,13 @@ from kapi.apis import BUILTIN
 from kapi.registry.resources import ResourceTable
 from kapi.registry.store import Registry
 from kapi.registry.watching import DECODE_CHUNK
-from kapi.storage.memory import MemoryStorage
+
+from .conftest import Backend
 
 
 @pytest.fixture
-async def registry(nursery: trio.Nursery) -> Registry:
-    storage = MemoryStorage()
+async def registry(nursery: trio.Nursery, backend: Backend) -> Registry:
+    storage = backend.make()
     await nursery.start(storage.run)
     return Registry(storage, ResourceTable(BUILTIN), metrics=Metrics())
 
