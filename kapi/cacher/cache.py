@@ -309,7 +309,7 @@ class Cacher:
     def _consistent_reads(self) -> bool:
         """Whether storage's progress answers let the cache serve consistent reads (kube's
         ConsistentReadSupported: etcd's RequestProgress from 3.4.31 / 3.5.13 on)."""
-        return bool(getattr(self.storage, "consistent_reads_from_cache", True))
+        return self.storage.consistent_reads_from_cache
 
     # -------------------------------------------------------------- LIST
 

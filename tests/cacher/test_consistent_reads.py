@@ -133,8 +133,6 @@ async def test_without_consistent_reads_from_cache_storage_answers(make_env: Mak
 @pytest.mark.parametrize("backend", [pytest.param("etcd3-as-is", marks=pytest.mark.e2e)], indirect=True)
 async def test_etcd_before_3_5_13_takes_the_fallback(env: Env) -> None:
     """The tests' etcd is 3.5.1: its RequestProgress answers are not ordered with events."""
-    if not hasattr(type(env.storage), "consistent_reads_from_cache"):
-        pytest.skip("EtcdStorage does not tell yet whether its etcd serves consistent reads")
     assert env.storage.consistent_reads_from_cache is False
     await env.put("a", "p1")
     got = await cache_list(env, ListOptions(), everything(env))
