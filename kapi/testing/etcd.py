@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["EtcdCluster", "EtcdError", "EtcdMember", "etcd_binary"]
+__all__ = ["EtcdCluster", "EtcdError", "EtcdMember", "EtcdTLS", "etcd_binary"]
 
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -55,6 +55,28 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True)
+class EtcdTLS:
+    """Files for an etcd that serves its clients over TLS only and asks them for a certificate.
+
+    ``cafile`` signed both ``server_certfile`` (which must name 127.0.0.1) and the client's ``certfile``.
+    """
+
+    cafile: str
+    server_certfile: str
+    server_keyfile: str
+    certfile: str
+    keyfile: str
+
+    def client_options(self) -> dict[str, str]:
+        """``cafile``, ``certfile``, ``keyfile`` for ``kapi.storage.etcd3``'s ``EtcdClient`` and ``EtcdStorage``."""
+        return {"cafile": self.cafile, "certfile": self.certfile, "keyfile": self.keyfile}
+
+    def serve_flags(self) -> list[str]:
+        """The same for ``kapi serve``: ``--etcd-cafile``, ``--etcd-certfile``, ``--etcd-keyfile``."""
+        return ["--etcd-cafile", self.cafile, "--etcd-certfile", self.certfile, "--etcd-keyfile", self.keyfile]
+
+
 @dataclass
 class EtcdMember:
     """One member: its URLs, data directory and log, and its process once started."""
@@ -66,11 +88,12 @@ class EtcdMember:
     log: Path
     args: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
+    tls: EtcdTLS | None = None
 
     @property
     def endpoint(self) -> str:
-        """``host:port`` of its client URL."""
-        return self.client_url.split("://", 1)[-1]
+        """``host:port`` (``https://host:port`` over TLS), as ``EtcdClient`` takes it."""
+        return self.client_url.removeprefix("http://")
 
     def start(self) -> None:
         """Start the member (again, on its data dir and ports, after ``stop``)."""
@@ -107,7 +130,16 @@ class EtcdMember:
 
         from kapi.storage.etcd3._pb import rpc_pb2, rpc_pb2_grpc
 
-        with grpc.insecure_channel(self.endpoint) as channel:
+        address = self.client_url.split("://", 1)[1]
+        if self.tls is None:
+            channel = grpc.insecure_channel(address)
+        else:
+            def read(path: str) -> bytes:
+                return Path(path).read_bytes()
+
+            channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(
+                read(self.tls.cafile), read(self.tls.keyfile), read(self.tls.certfile)))
+        with channel:
             try:
                 resp = rpc_pb2_grpc.MaintenanceStub(channel).Status(rpc_pb2.StatusRequest(), timeout=timeout_s)
             except grpc.RpcError as exc:
@@ -124,10 +156,13 @@ class EtcdCluster:
             by ``stop()``. A given one is kept (the data directories in it are removed).
         binary: the ``etcd`` to run (default: ``etcd_binary()``).
         ready_timeout_s: how long ``start()`` and ``wait_ready()`` wait.
+        tls: serve clients over TLS only (``https://`` client URLs, ``--client-cert-auth``); peers
+            stay plain http on loopback.
     """
 
     def __init__(self, members: int = 1, directory: str | os.PathLike[str] | None = None, *,
-                 binary: str | None = None, ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+                 binary: str | None = None, ready_timeout_s: float = READY_TIMEOUT_S,
+                 tls: EtcdTLS | None = None) -> None:
         if members < 1:
             raise ValueError("an etcd cluster has at least one member")
         self._given = None if directory is None else Path(directory)
@@ -135,6 +170,7 @@ class EtcdCluster:
         self._size = members
         self._binary = binary
         self.ready_timeout_s = ready_timeout_s
+        self.tls = tls
         self.members: list[EtcdMember] = []
 
     def __enter__(self) -> EtcdCluster:
@@ -147,8 +183,12 @@ class EtcdCluster:
 
     @property
     def endpoints(self) -> list[str]:
-        """Every member's ``host:port`` (for ``kapi.storage.etcd3.client.EtcdClient``)."""
+        """Every member's ``host:port``, ``https://host:port`` over TLS (for ``kapi.storage.etcd3``'s clients)."""
         return [m.endpoint for m in self.members]
+
+    def client_options(self) -> dict[str, str]:
+        """The TLS options of a client of this cluster (none without TLS)."""
+        return self.tls.client_options() if self.tls else {}
 
     @property
     def servers(self) -> str:
@@ -165,10 +205,11 @@ class EtcdCluster:
             directory.mkdir(parents=True, exist_ok=True)
         else:
             directory = self._tmp = Path(tempfile.mkdtemp(prefix="kapi-etcd-"))
+        scheme = "https" if self.tls else "http"
         self.members = [
-            EtcdMember(name=f"m{i}", client_url=f"http://127.0.0.1:{free_port()}",
+            EtcdMember(name=f"m{i}", client_url=f"{scheme}://127.0.0.1:{free_port()}",
                        peer_url=f"http://127.0.0.1:{free_port()}", data_dir=directory / f"etcd-m{i}.data",
-                       log=directory / f"etcd-m{i}.log")
+                       log=directory / f"etcd-m{i}.log", tls=self.tls)
             for i in range(self._size)
         ]
         initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
@@ -181,6 +222,9 @@ class EtcdCluster:
                       "--initial-cluster-token", token,
                       "--unsafe-no-fsync", "--experimental-watch-progress-notify-interval=1s",
                       "--log-level", "warn"]
+            if self.tls:
+                m.args += ["--cert-file", self.tls.server_certfile, "--key-file", self.tls.server_keyfile,
+                           "--trusted-ca-file", self.tls.cafile, "--client-cert-auth"]
         try:
             for m in self.members:
                 m.start()
@@ -226,10 +270,14 @@ class EtcdCluster:
                 return m
         raise EtcdError("no running etcd member is the leader")
 
-    def stop(self) -> None:
-        """Stop every member by its PID and remove the data directories (and the temporary directory)."""
+    def stop_members(self) -> None:
+        """Stop every member by its PID, keeping their data (``member.start()`` brings one back)."""
         for m in self.members:
             m.stop()
+
+    def stop(self) -> None:
+        """Stop every member by its PID and remove the data directories (and the temporary directory)."""
+        self.stop_members()
         for m in self.members:
             shutil.rmtree(m.data_dir, ignore_errors=True)
         if self._tmp is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+import trio
 
 from kapi.storage.etcd3.client import EtcdClient, prefix_end
 from tests.storage.etcd_support import etcd_cluster, free_port, make_tls
@@ -203,7 +204,7 @@ async def test_etcd_outage_answers_503_and_unready_then_recovers(tmp_path: Path)
             assert (status, body) == (200, b"ok")
 
             member.start()
-            await etcd.wait_ready()
+            await trio.to_thread.run_sync(etcd.wait_ready)
             deadline = time.monotonic() + DEADLINE_S
             while True:
                 status, _, body = create(srv, "/api/v1/namespaces/default/configmaps", configmap("after"))

@@ -169,7 +169,7 @@ async def test_status_answers_version_and_leader(client: EtcdClient) -> None:
 @pytest.mark.e2e
 async def test_stopped_etcd_is_storage_unavailable_not_a_grpc_error(etcd: EtcdCluster, client: EtcdClient) -> None:
     await client.put(b"/u/k", b"v")
-    etcd.stop()
+    etcd.stop_members()
     for call in (lambda: client.range(b"/u/k"), lambda: client.put(b"/u/k", b"w"), client.status):
         with trio.fail_after(5):
             with pytest.raises(StorageUnavailable) as info:
@@ -177,7 +177,7 @@ async def test_stopped_etcd_is_storage_unavailable_not_a_grpc_error(etcd: EtcdCl
         assert isinstance(info.value.__cause__, grpc.RpcError)
         assert not isinstance(info.value, grpc.RpcError)
     etcd.members[0].start()  # the same channel recovers when etcd is back
-    await etcd.wait_ready()
+    await trio.to_thread.run_sync(etcd.wait_ready)
     with trio.fail_after(10):
         while True:
             try:
@@ -308,9 +308,9 @@ async def test_a_broken_stream_resumes_every_watch_after_its_last_event(etcd: Et
     async with stream.watch(b"/w/r/", prefix_end(b"/w/r/"), rev) as events:
         before = await _responses(events, 1)
         assert _events(before) == [(rev, b"/w/r/0", b"0", b"")]
-        etcd.stop()
+        etcd.stop_members()
         etcd.members[0].start()
-        await etcd.wait_ready()
+        await trio.to_thread.run_sync(etcd.wait_ready)
         written = []
         with trio.fail_after(10):
             while len(written) < 3:
