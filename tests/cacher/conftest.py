@@ -12,8 +12,6 @@ on RequestProgress answers (which EtcdStorage orders with events itself), are te
 
 from __future__ import annotations
 
-import queue
-import threading
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -36,7 +34,7 @@ from kapi.storage.etcd3.store import EtcdStorage
 from kapi.storage.memory import MemoryStorage
 from kapi.storage.sqlite import SqliteStorage
 from tests.conftest import require_e2e
-from tests.storage.etcd_support import etcd_binary, etcd_cluster
+from tests.storage.etcd_support import EtcdCluster, etcd_binary
 
 NODE_INDEX = ("spec.nodeName",)
 BACKENDS = ["memory", "sqlite", pytest.param("etcd3", marks=pytest.mark.e2e)]
@@ -65,34 +63,10 @@ class Backend:
 
 @pytest.fixture(scope="module")
 def shared_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
-    """The endpoints of one etcd for the module's etcd3 tests, run by a thread of its own.
-
-    pytest-trio runs each test in its own trio run, so a module's etcd is held by another one.
-    """
+    """The endpoints of one etcd for the module's etcd3 tests."""
     require_e2e("a real etcd")
-    etcd_binary()  # skips (fails under CI) here, in the test, when there is none
-    directory = tmp_path_factory.mktemp("etcd")
-    ready: queue.Queue[list[str] | Exception] = queue.Queue()
-    stop = threading.Event()
-
-    async def hold() -> None:
-        try:
-            async with etcd_cluster(directory) as cluster:
-                ready.put(cluster.endpoints)
-                await trio.to_thread.run_sync(stop.wait)
-        except Exception as exc:
-            ready.put(exc)
-
-    thread = threading.Thread(target=trio.run, args=(hold,), name="shared etcd", daemon=True)
-    thread.start()
-    got = ready.get()
-    try:
-        if isinstance(got, Exception):
-            raise got
-        yield got
-    finally:
-        stop.set()
-        thread.join()
+    with EtcdCluster(1, tmp_path_factory.mktemp("etcd"), binary=etcd_binary()) as cluster:
+        yield cluster.endpoints
 
 
 async def emptied(endpoints: list[str]) -> list[str]:
