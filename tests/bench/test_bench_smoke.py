@@ -86,3 +86,18 @@ def test_bench_protobuf_list_quick(tmp_path: Path) -> None:
     assert len(lists["json"]["seconds"]) == len(lists["protobuf_cached"]["seconds"]) == 2
     assert set(lists["ratios"]) == {"protobuf_over_json_bytes", "cached_protobuf_over_json_s",
                                     "first_over_cached_protobuf_s"}
+
+
+def test_bench_etcd_quick(tmp_path: Path) -> None:
+    result = run_bench("bench_etcd.py", tmp_path / "etcd.json", "--duration", "0.3", "--objects", "50",
+                       "--watch-writes", "10", "--kill-seconds", "7", "--dir", str(tmp_path))
+    backends = result["backends"]
+    for name in ("memory", "sqlite", "etcd3-1", "etcd3-3"):
+        assert_point(backends[name]["create"])
+        assert backends[name]["create_over_sqlite"] > 0
+    for kind in ("list_rv0", "list_consistent"):
+        for name in ("sqlite", "etcd3-1"):
+            assert_point(backends[name][kind])
+    assert result["replicas"]["delivered"] == result["replicas"]["writes"] == 10
+    kill = result["leader_kill"]
+    assert kill["created"] > 0 and set(kill["requests_by_code"]) <= {"201", "503", "504"}
