@@ -22,10 +22,11 @@ Watches keep the contract of the in-process backends (``kapi.storage._watch``):
 
 from __future__ import annotations
 
+import heapq
 import logging
 import re
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, AsyncIterator, Sequence, TypeVar
 
 import trio
@@ -113,10 +114,24 @@ class _Sub:
     marker_at: int = 0  # ``sent`` just after the latest PROGRESS marker (0: none yet)
     asked: int = 0  # progress was asked when this store had seen this revision (0: not asked)
     pending: int = 0  # a RequestProgress answer at this revision, waiting for delivery to reach it
+    waiters: list[tuple[int, int, trio.Event]] = field(default_factory=list)  # heap: (revision, seq, event)
 
     @property
     def live(self) -> bool:
         return self.last >= self.replay_to
+
+    async def reached(self, revision: int) -> None:
+        """Until this watch has delivered through ``revision``, or closed."""
+        if self.closed or self.last >= revision:
+            return
+        event = trio.Event()
+        heapq.heappush(self.waiters, (revision, id(event), event))
+        await event.wait()
+
+    def release(self) -> None:
+        """Wake the writers waiting for a revision this watch has now delivered (every one once closed)."""
+        while self.waiters and (self.closed or self.waiters[0][0] <= self.last):
+            heapq.heappop(self.waiters)[2].set()
 
     def marker_unread(self) -> bool:
         return self.marker_at > self.sent - self.send.statistics().current_buffer_used
@@ -145,7 +160,6 @@ class EtcdStorage:
         self._compacted = 0
         self._seen = 0  # the highest revision this store has seen committed
         self._subs: set[_Sub] = set()
-        self._delivered = trio.Event()  # set (and replaced) whenever a watch delivers or closes
         self._versions: dict[str, str] = {}  # endpoint -> its etcd server version, once it answered
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -235,12 +249,17 @@ class EtcdStorage:
         return await self._written(key, int(resp.header.revision)), _kv(prev)
 
     async def _written(self, key: str, revision: int) -> int:
-        """Note ``revision`` and wait (bounded) until every live watch covering ``key`` has delivered it."""
+        """Note ``revision`` and wait (bounded) until every live watch covering ``key`` has delivered it.
+
+        The watches behind are found once; each wakes its writers as its delivery passes their revision.
+        """
         self._saw(revision)
-        with trio.move_on_after(self._call_timeout_s):
-            while any(not sub.closed and sub.live and sub.start < revision and sub.last < revision
-                      and key.startswith(sub.prefix) for sub in self._subs):
-                await self._delivered.wait()
+        behind = [sub for sub in self._subs if not sub.closed and sub.live and sub.start < revision
+                  and sub.last < revision and key.startswith(sub.prefix)]
+        if behind:
+            with trio.move_on_after(self._call_timeout_s):
+                for sub in behind:
+                    await sub.reached(revision)
         return revision
 
     def _saw(self, revision: int) -> int:
@@ -337,11 +356,7 @@ class EtcdStorage:
         sub.scope.cancel()
         sub.send.close()
         self._subs.discard(sub)
-        self._wake()
-
-    def _wake(self) -> None:
-        self._delivered.set()
-        self._delivered = trio.Event()
+        sub.release()
 
     async def _pump(self, sub: _Sub) -> None:
         """Feed ``sub`` from the shared stream; re-create the etcd watch if the stream drops it mid-replay."""
@@ -385,7 +400,7 @@ class EtcdStorage:
                 sub.sent += 1
                 sub.last = event.revision
                 self._saw(event.revision)
-            self._wake()
+            sub.release()
         elif resp.watch_id == _BROADCAST:
             # A RequestProgress answer: not ordered with events before etcd 3.5.13.
             if sub.asked:
@@ -399,7 +414,7 @@ class EtcdStorage:
             # etcd's periodic progress notification: ordered with this watch's events.
             sub.last = max(sub.last, header)
             self._saw(header)
-            self._wake()
+            sub.release()
             if sub.pending and sub.last >= sub.pending:
                 return self._marker(sub, sub.last)
             return True
