@@ -191,6 +191,9 @@ async def test_etcd_outage_answers_503_and_unready_then_recovers(tmp_path: Path)
             assert answer["reason"] == ("ServiceUnavailable" if status == 503 else "Timeout")
             assert answer["details"]["retryAfterSeconds"] >= 1
             assert int({k.lower(): v for k, v in headers.items()}["retry-after"]) >= 1
+            # Reads from the watch cache go on while etcd is away.
+            status, _, body = srv.request("GET", "/api/v1/namespaces/default/configmaps?resourceVersion=0")
+            assert status == 200 and '"before"' in body.decode(), body
 
             deadline = time.monotonic() + DEADLINE_S
             while True:  # the check's answer is kept a moment: it fails soon after

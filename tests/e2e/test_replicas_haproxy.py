@@ -1,6 +1,6 @@
 """Replicas behind HAProxy (TCP mode): the three-replica example runs as documented, and a replica
 killed behind the balancer costs its clients nothing they cannot ride out: the informer reconnects
-through the balancer and resumes, writes go on, and the controllers' lease moves to a live replica."""
+through the balancer and resumes without a relist, writes go on, and the controllers' lease moves to a live replica."""
 
 from __future__ import annotations
 
@@ -113,6 +113,9 @@ async def test_a_replica_killed_behind_the_balancer(tmp_path: Path) -> None:
                     truth = await wait_until_equal([informer], balanced, models=[model], namespace="default")
                     assert {f"default/after-{i}" for i in range(10)} <= set(truth)
                     assert model.errors == [], model.errors[:5]
+                    # It moved to the live replica and resumed from its resourceVersion: no relist.
+                    stats = informer.reflector.stats
+                    assert stats.lists + stats.watch_lists == 1 and stats.gone == 0 and stats.watches >= 1, stats
                     nursery.cancel_scope.cancel()
             with trio.fail_after(60):  # the lease (15 s) runs out, and the live replica takes it
                 while holder(second) in ("", leader):
