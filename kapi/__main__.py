@@ -231,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tokens of projected volumes last a year, warning after their requested lifetime")
     s.add_argument("--authentication-config", default="",
                    help="AuthenticationConfiguration file: JWT authenticators (issuers, audiences, claim mappings)")
+    s.add_argument("--client-ca-file", default="",
+                   help="more client CAs (PEM bundle): certificates they signed authenticate (CN the user, O the "
+                        "groups), beside those of kapi's own CA")
     s.add_argument("--requestheader-client-ca-file", default="",
                    help="CA of the authenticating proxy's client certificates; enables request-header authentication")
     s.add_argument("--requestheader-username-headers", type=_list, default=(),
@@ -382,6 +385,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         service_account_max_token_expiration_s=args.service_account_max_token_expiration,
         service_account_extend_token_expiration=args.service_account_extend_token_expiration,
         authentication_config=args.authentication_config,
+        client_ca_file=args.client_ca_file,
         requestheader_client_ca_file=args.requestheader_client_ca_file,
         requestheader_username_headers=args.requestheader_username_headers,
         requestheader_uid_headers=args.requestheader_uid_headers,

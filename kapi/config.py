@@ -48,6 +48,7 @@ class Config:
     service_account_max_token_expiration_s: float = 0.0  # 0: no cap beyond kube's
     service_account_extend_token_expiration: bool = True
     authentication_config: str = ""  # AuthenticationConfiguration file (JWT authenticators)
+    client_ca_file: str = ""  # more client CAs, beside kapi's own (kube's --client-ca-file)
     requestheader_client_ca_file: str = ""
     requestheader_username_headers: tuple[str, ...] = ()
     requestheader_uid_headers: tuple[str, ...] = ()

@@ -72,20 +72,24 @@ def build_authenticator(config: Config, informers: Informers | None, admin_token
         authenticator.add_token_authenticator(build_token_webhook(config, authenticator.api_audiences))
     # The authenticating proxy. The TLS layer then accepts its CA's client certificates too
     # (tls_client_cas), so x509 checks that kapi's CA issued the certificate it maps to a user.
+    # --client-ca-file's CAs are accepted by the TLS layer beside kapi's; x509 checks which one issued
+    # a certificate too whenever the TLS layer accepts a CA that is not a client CA.
     authenticator.request_header = requestheader.from_config(config)
-    if authenticator.request_header is not None:
-        authenticator.x509 = X509(load_certificates(client_ca_file(config)))
+    if authenticator.request_header is not None or config.client_ca_file:
+        authenticator.x509 = X509(tuple(cert for path in client_ca_files(config) for cert in load_certificates(path)))
     return authenticator
 
 
-def client_ca_file(config: Config) -> str:
-    """kapi's CA: the client CA of x509 authentication (kube's --client-ca-file)."""
-    return str(Path(config.data_dir) / "pki" / "ca.crt")
+def client_ca_files(config: Config) -> tuple[str, ...]:
+    """The client CAs of x509 authentication: kapi's own, and --client-ca-file's (kube's flag) when given."""
+    own = str(Path(config.data_dir) / "pki" / "ca.crt")
+    return (own, config.client_ca_file) if config.client_ca_file else (own,)
 
 
 def tls_client_cas(config: Config, ca_file: str) -> tuple[str, ...]:
-    """The CA files whose client certificates the TLS layer accepts: kapi's, and the proxy's CA."""
-    return (ca_file, config.requestheader_client_ca_file) if config.requestheader_client_ca_file else (ca_file,)
+    """The CA files whose client certificates the TLS layer accepts: kapi's, --client-ca-file's, the proxy's."""
+    extra = tuple(f for f in (config.client_ca_file, config.requestheader_client_ca_file) if f)
+    return (ca_file, *extra)
 
 
 def build_token_webhook(config: Config, api_audiences: tuple[str, ...]) -> WebhookTokenAuthenticator:

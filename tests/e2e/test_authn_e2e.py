@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -105,6 +106,37 @@ def test_jwt_issuer_token_with_kubectl(jwt_server: tuple[Server, JWTIssuer]) -> 
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)["status"]["userInfo"]
     assert info["username"] == "oidc:carol" and info["groups"] == ["oidc:ops", "system:authenticated"]
+
+
+def test_client_ca_file_certificates_authenticate_beside_kapis_own(tmp_path: Path) -> None:
+    """--client-ca-file (kube's flag): a certificate its CA signed is its CN and O; kapi's admin certificate
+    still works; another CA's is refused; a file without certificates stops start-up saying so."""
+    ours, stranger = make_ca("company-ca"), make_ca("stranger-ca")
+    ca_file = tmp_path / "company-ca.crt"
+    ca_file.write_bytes(ours.pem)
+    dave = issue(ours, "dave", ("devs",)).write(tmp_path, "dave")
+    eve = issue(stranger, "eve").write(tmp_path, "eve")
+    srv = start_server(tmp_path / "d", "--client-ca-file", str(ca_file))
+    try:
+        def ssr(cert: tuple[Path, Path]) -> httpx.Response:
+            ctx = ssl.create_default_context(cafile=str(srv.ca_file))
+            ctx.load_cert_chain(str(cert[0]), str(cert[1]))
+            with httpx.Client(verify=ctx) as c:
+                return c.post(srv.url + SSR, json=SSR_BODY)
+
+        info = ssr(dave).json()["status"]["userInfo"]
+        assert (info["username"], info["groups"]) == ("dave", ["devs", "system:authenticated"])
+        pki = srv.data_dir / "pki"
+        assert ssr((pki / "admin.crt", pki / "admin.key")).json()["status"]["userInfo"]["username"] == "kapi-admin"
+        with pytest.raises(httpx.HTTPError):  # the TLS layer does not accept the stranger's CA
+            ssr(eve)
+    finally:
+        stop_server(srv)
+    empty = tmp_path / "empty.crt"
+    empty.write_text("not a certificate\n")
+    out = subprocess.run([sys.executable, "-m", "kapi", "serve", "--data-dir", str(tmp_path / "e"), "--secure-port",
+                          "0", "--client-ca-file", str(empty)], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "empty.crt" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
 def test_authenticating_proxy_over_tls(tmp_path: Path) -> None:
