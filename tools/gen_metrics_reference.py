@@ -49,6 +49,7 @@ SECTIONS = (
     ("apiserver_registered_watchers", "The watch cache", "../guide/watch-cache.md"),
     ("apiserver_terminated_watchers", "The watch cache", "../guide/watch-cache.md"),
     ("kapi_storage_", "The watch cache", "../guide/watch-cache.md"),
+    ("apiserver_storage_consistency_", "The watch cache", "../guide/watch-cache.md"),
     ("", "Requests", "../guide/serving.md"),
 )
 ORDER = ("Requests", "The watch cache", "API Priority and Fairness", "Admission webhooks", "PodSecurity admission",

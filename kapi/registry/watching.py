@@ -169,7 +169,7 @@ async def _watch_events(reg: Registry, res: Resource, prefix: str, sel: Selectio
             finally:
                 reg.storage_watches.remove(counted)
     except errors.RevisionCompacted as exc:
-        gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision + 1})")
+        gone = errors.Gone(f"too old resource version: {from_rev} ({exc.revision})")  # as the cache says it
         yield "ERROR", gone.to_status()
 
 
