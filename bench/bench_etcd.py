@@ -52,6 +52,7 @@ from _common import (  # noqa: E402
 from kapi.testing import EtcdCluster  # noqa: E402
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+LISTED = "/api/v1/namespaces/bench-list/configmaps"  # exactly --objects ConfigMaps, whatever the creates left
 
 
 def creates(server: Server, args: argparse.Namespace, tag: str) -> LoadResult:
@@ -66,14 +67,18 @@ def creates(server: Server, args: argparse.Namespace, tag: str) -> LoadResult:
 
 
 def lists(server: Server, args: argparse.Namespace, query: str) -> LoadResult:
-    load = Load(url=server.url, path=f"{CONFIGMAPS}?{query}" if query else CONFIGMAPS, ca_file=str(server.ca_file),
+    load = Load(url=server.url, path=f"{LISTED}?{query}" if query else LISTED, ca_file=str(server.ca_file),
                 token=server.token, concurrency=8, processes=1, duration_s=args.duration)
     return run_load(load, server.proc.pid)
 
 
 def fill(server: Server, count: int) -> None:
-    """``count`` ConfigMaps, created with 32 concurrent requests."""
-    load = Load(url=server.url, path=CONFIGMAPS, ca_file=str(server.ca_file), token=server.token, method="POST",
+    """``count`` ConfigMaps in their own namespace, created with 32 concurrent requests."""
+    status, text = server.request("POST", "/api/v1/namespaces", json.dumps(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LISTED.split("/")[4]}}).encode())
+    if status != 201:
+        raise RuntimeError(f"could not create the namespace to list: {status} {text[:200]!r}")
+    load = Load(url=server.url, path=LISTED, ca_file=str(server.ca_file), token=server.token, method="POST",
                 body=configmap_body(), expect=201, concurrency=32, processes=1, total=count, name_prefix="fill",
                 warmup_requests=0)
     result = run_load(load)

@@ -47,6 +47,7 @@ import ipaddress
 import logging
 import math
 import queue
+import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -78,6 +79,8 @@ _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
 ]
+_READ_AHEAD = 256  # watch responses the reader thread may hold before trio has routed them
+_RETRY_MAX_S = 5.0  # a watch stream that keeps breaking is opened again at most this far apart
 
 
 def _split(endpoint: str) -> tuple[bool, str, int]:
@@ -423,12 +426,17 @@ class WatchStream:
         self._running = True
         try:
             task_status.started()
+            delay = self._retry_s
             while True:
+                before = self._responses
                 try:
                     await self._serve_stream()
                 except StorageError as exc:
-                    logger.info("etcd watch stream broke (%s); re-opening", exc)
-                await trio.sleep(self._retry_s)
+                    # Said once per outage: while etcd stays away, the retries back off quietly.
+                    level = logging.INFO if delay == self._retry_s else logging.DEBUG
+                    logger.log(level, "etcd watch stream broke (%s); re-opening", exc)
+                delay = self._retry_s if self._responses > before else min(delay * 2, _RETRY_MAX_S)
+                await trio.sleep(delay)
         finally:
             self._running = False
             self._requests = None
@@ -479,12 +487,37 @@ class WatchStream:
         self._requests = requests
         self._opened += 1
         token = trio.lowlevel.current_trio_token()
+        # The reader thread hands responses to trio in batches: it appends to ``pending`` and schedules
+        # one ``drain`` while none is scheduled, so a busy trio loop takes many responses per wake-up
+        # instead of one thread hand-off each. Back-pressure: past _READ_AHEAD unrouted responses the
+        # reader waits for trio.
+        pending: list[rpc_pb2.WatchResponse] = []
+        cond = threading.Condition()
+        state = {"scheduled": False, "stopped": False}
 
-        def read() -> None:  # the reader thread: each response routed in trio before the next is read
+        def drain() -> None:  # in trio's thread
+            with cond:
+                taken = pending[:]
+                pending.clear()
+                state["scheduled"] = False
+                cond.notify()
+            for response in taken:
+                self._route(response)
+
+        def read() -> None:
             with etcd_errors(write=False):
                 for response in call:
+                    with cond:
+                        while len(pending) >= _READ_AHEAD and not state["stopped"]:
+                            cond.wait(0.5)
+                        if state["stopped"]:
+                            return
+                        pending.append(response)
+                        if state["scheduled"]:
+                            continue
+                        state["scheduled"] = True
                     try:
-                        trio.from_thread.run_sync(self._route, response, trio_token=token)
+                        token.run_sync_soon(drain)
                     except trio.RunFinishedError:
                         return
             raise StorageUnavailable("etcd: watch stream ended")
@@ -492,6 +525,10 @@ class WatchStream:
         try:
             await trio.to_thread.run_sync(read, abandon_on_cancel=True)
         finally:
+            with cond:
+                state["stopped"] = True
+                cond.notify()
+            drain()  # what the reader read before the stream ended, in order, before any watch is re-created
             if self._requests is requests:
                 self._requests = None
             requests.put(None)
