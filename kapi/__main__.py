@@ -315,7 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--token-file", default="", help="a file holding the join token (instead of --token)")
     s.add_argument("--advertise-address", default="",
                    help="the IP this server publishes in the kubernetes Service's Endpoints and its identity "
-                        "Lease (default: --bind-address)")
+                        "Lease (default: --bind-address; for 0.0.0.0 or ::, the default-route interface's address)")
     s.add_argument("--tls-san", type=_list, action="append", default=[], metavar="NAME[,NAME]",
                    help="more DNS names or IPs for this server's serving certificate, such as a load balancer's "
                         "(repeatable, comma-separated)")

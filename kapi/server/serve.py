@@ -61,7 +61,7 @@ from kapi.chain.authn.serviceaccount import ServiceAccountTokens, load_private_k
 from kapi.controllers.serviceaccounttoken import TokensController
 from kapi.server.pki import ensure_pki, ensure_service_account_key, write_kubeconfig
 from kapi.server.replica.leases import LeaderElection
-from kapi.server.replica.member import Replica
+from kapi.server.replica.member import Replica, advertise_address
 from kapi.server.replica.shared import join_cluster
 from kapi.server.supervise import FatalError, supervise
 from kapi.registry.informer import Informers
@@ -339,11 +339,12 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
     data_dir = Path(config.data_dir)
     storage = make_storage(config, data_dir)  # its flags checked before anything is written
     prepare_data_dir(data_dir)
+    advertised = advertise_address(config.advertise_address, config.bind_address)
     if config.token or config.token_file:  # replicas share the CA and credentials through the datastore
         await join_cluster(make_storage(config, data_dir), config, data_dir,
                            partial(wait_for_storage, timeout_s=config.storage_initialization_timeout_s))
     try:
-        pki = ensure_pki(data_dir, config.bind_address, (config.advertise_address, *config.tls_sans))
+        pki = ensure_pki(data_dir, config.bind_address, (advertised, *config.tls_sans))
     except (OSError, ValueError) as exc:  # unreadable, or not PEM
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise FatalError(f"certificates in {data_dir / 'pki'}: {detail} "
@@ -470,7 +471,7 @@ async def serve(config: Config, *, task_status: trio.TaskStatus[Server] = trio.T
             app.server_address = url.removeprefix("https://")
             host, _, port = app.server_address.rpartition(":")
             # Its identity Lease, and its address among the live replicas' in the kubernetes Endpoints.
-            replica = Replica(registry, loopback, config.advertise_address or host.strip("[]"), int(port), election)
+            replica = Replica(registry, loopback, advertised or host.strip("[]"), int(port), election)
             await services.start(partial(supervise, "replica identity and endpoints", replica.run, restart=True))
             kubeconfig = data_dir / "admin.kubeconfig"
             write_kubeconfig(kubeconfig, url, pki)

@@ -5,7 +5,9 @@ policy, APF configuration) race on one registry without errors."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from kapi.server.apfbootstrap import keep_apf_bootstrap
 from kapi.server.bootstrap import bootstrap
 from kapi.server.rbacbootstrap import reconcile_bootstrap_policy
 from kapi.server.replica.endpoints import EndpointLeases
+from kapi.server.replica.member import advertise_address
 from kapi.storage.memory import MemoryStorage
 
 
@@ -150,3 +153,16 @@ async def _state(registry: Registry) -> dict[str, list[tuple[str, str, Any]]]:
 async def _wipe(registry: Registry) -> None:
     for kv in (await registry.storage.list("/registry/")).items:
         await registry.storage.delete(kv.key)
+
+
+def test_the_advertised_address_is_kubes_choice() -> None:
+    """--advertise-address wins; a specific --bind-address is published as it is; an unspecified one
+    publishes the host's default-route interface address, a local, routable one (or nothing)."""
+    assert advertise_address("10.1.2.3", "0.0.0.0") == "10.1.2.3"
+    assert advertise_address("", "10.0.0.7") == "10.0.0.7"
+    assert advertise_address("", "127.0.0.1") == "127.0.0.1"  # loopback: not published, as today
+    chosen = advertise_address("", "0.0.0.0")
+    if chosen:
+        assert not ipaddress.ip_address(chosen).is_loopback and ipaddress.ip_address(chosen).version == 4
+        with socket.socket() as s:
+            s.bind((chosen, 0))  # an address of this host: binding elsewhere fails

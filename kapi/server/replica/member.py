@@ -3,7 +3,9 @@ leaving (the leader Lease released, its address removed) when it stops."""
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 
 import trio
 
@@ -13,9 +15,37 @@ from kapi.server.bootstrap import publish_endpoint
 from kapi.server.replica.endpoints import EndpointLeases, publishable
 from kapi.server.replica.leases import LeaderElection, apiserver_id, collect_expired_identities, keep_identity
 
-__all__ = ["Replica"]
+__all__ = ["Replica", "advertise_address"]
 
 log = logging.getLogger("kapi")
+
+
+def advertise_address(advertise: str, bind: str) -> str:
+    """The address a server publishes (kube's ResolveBindAddress): ``--advertise-address`` when given; for an
+    unspecified ``--bind-address`` (0.0.0.0, ::), the host's default-route interface address (kube's
+    ChooseHostInterface), or "" when the host has no route; else the bind address."""
+    if advertise:
+        return advertise
+    try:
+        unspecified = ipaddress.ip_address(bind).is_unspecified
+    except ValueError:
+        return bind  # a host name: published as given (Endpoints validation decides)
+    if not unspecified:
+        return bind
+    return _default_route_address(socket.AF_INET6 if ":" in bind else socket.AF_INET) or \
+        (_default_route_address(socket.AF_INET) if ":" in bind else "")
+
+
+def _default_route_address(family: socket.AddressFamily) -> str:
+    """The local address the kernel would use to reach the outside (a UDP connect sends nothing)."""
+    probe = "2001:4860:4860::8888" if family == socket.AF_INET6 else "8.8.8.8"
+    try:
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((probe, 53))
+            address: str = s.getsockname()[0]
+    except OSError:
+        return ""
+    return "" if ipaddress.ip_address(address).is_loopback else address
 
 
 class Replica:
