@@ -12,7 +12,10 @@ what kube-apiserver's Go server has and hypercorn's trio worker lacks:
   400 and 431 answers the protocol itself gives to a request it cannot parse;
 - a hard shutdown deadline: when the graceful timeout runs out every connection's socket
   is closed, which also ends a send to a slow reader (hypercorn shields its socket writes
-  from cancellation).
+  from cancellation);
+- a bounded buffer per HTTP/2 stream: a response writer (a watch) whose stream cannot take
+  more bytes (its flow-control window is exhausted) waits, as it does on HTTP/1.1 when the
+  socket is full, so a watch's slow client is the watch cache's slow consumer on either protocol.
 
 There is no cap on the number of connections, as kube-apiserver has none: the deadlines
 bound how long an idle one lives, and the open-file limit is raised as Go raises it.
@@ -34,7 +37,8 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
-from hypercorn.protocol.h2 import H2Protocol
+from hypercorn.protocol.events import Response as StreamResponse
+from hypercorn.protocol.h2 import BUFFER_HIGH_WATER, BUFFER_LOW_WATER, BufferCompleteError, H2Protocol, StreamBuffer
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.protocol.ws_stream import Handshake
 from hypercorn.trio.task_group import TaskGroup
@@ -124,8 +128,52 @@ class _H11Protocol(H11Protocol):
         await self._send_h11_event(h11.EndOfMessage())
 
 
+class _BoundedStreamBuffer(StreamBuffer):
+    """One HTTP/2 stream's response bytes not yet sent: its writer waits while it holds the high-water mark.
+
+    hypercorn's own buffer lets its writer go on whenever the sending task takes less than the
+    low-water mark from it, and a stream whose flow-control window is exhausted takes nothing:
+    every write went through, and the events of a watch whose client had stopped reading piled
+    up here without bound (issue 33: 944 MB in 12 s, and no watcher closed as too slow). Here the
+    writer waits until what is left drops below the low-water mark, however much was taken.
+    It holds at most the high-water mark and one write.
+    """
+
+    async def push(self, data: bytes) -> None:
+        if self._complete:
+            raise BufferCompleteError()
+        self.buffer.extend(data)
+        await self._is_empty.clear()
+        while len(self.buffer) >= BUFFER_HIGH_WATER and not self._complete:  # ``close()`` completes it
+            await self._paused.clear()
+            await self._paused.wait()
+
+    async def pop(self, max_length: int) -> bytes:
+        length = min(len(self.buffer), max_length)
+        data = bytes(self.buffer[:length])
+        del self.buffer[:length]
+        if len(self.buffer) < BUFFER_LOW_WATER:
+            await self._paused.set()
+        if not self.buffer:
+            await self._is_empty.set()
+        return data
+
+
 class _H2Protocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol, surviving request data that arrives after its stream's answer ended."""
+    """hypercorn's HTTP/2 protocol with bounded stream buffers, surviving request data that arrives after its
+    stream's answer ended."""
+
+    async def stream_send(self, event: Any) -> None:
+        if isinstance(event, StreamResponse) and type(self.stream_buffers.get(event.stream_id)) is StreamBuffer:
+            # The response's first event, before any of its body: nothing has been pushed to or waits on
+            # the buffer hypercorn made, and from here on the body goes through a bounded one.
+            self.stream_buffers[event.stream_id] = _BoundedStreamBuffer(self.context.event_class)
+        await super().stream_send(event)
+
+    def buffered_bytes(self) -> tuple[int, int]:
+        """Response bytes waiting in this connection's stream buffers: in all, and in the fullest one."""
+        sizes = [len(b.buffer) for b in self.stream_buffers.values()]
+        return sum(sizes), max(sizes, default=0)
 
     async def _handle_events(self, events: list[h2.events.Event]) -> None:
         # hypercorn forgets a stream once its response is complete, and the next DATA frame the
@@ -156,6 +204,43 @@ class _ProtocolWrapper(ProtocolWrapper):
             self.protocol.connection.decoder.max_header_list_size = self.config.h2_max_header_list_size
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectionStatistics:
+    """The open connections of a server, and the response bytes they hold that the kernel has not taken."""
+
+    connections: int
+    h2_connections: int
+    h2_streams: int  # HTTP/2 streams with a response buffer (an answer not yet complete)
+    buffered_bytes: int  # in HTTP/2 stream buffers, in all (HTTP/1.1 holds none: its writes wait on the socket)
+    largest_stream_buffer_bytes: int
+
+
+class Connections:
+    """The open connections of one ``serve_https``: closed at its shutdown deadline, counted by ``statistics()``."""
+
+    def __init__(self) -> None:
+        self.live: set[_Connection] = set()
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def statistics(self) -> ConnectionStatistics:
+        h2 = streams = total = largest = 0
+        for connection in self.live:
+            protocol = getattr(getattr(connection, "protocol", None), "protocol", None)
+            if isinstance(protocol, _H2Protocol):
+                h2 += 1
+                streams += len(protocol.stream_buffers)
+                held, fullest = protocol.buffered_bytes()
+                total += held
+                largest = max(largest, fullest)
+        return ConnectionStatistics(len(self.live), h2, streams, total, largest)
+
+    def abort_all(self) -> None:
+        for connection in list(self.live):
+            connection.abort()
+
+
 class _Connection(TCPServer):
     """One TLS connection: hypercorn's handler with kapi's deadlines and the peer certificate recorded.
 
@@ -167,7 +252,7 @@ class _Connection(TCPServer):
 
     peers: PeerCertificates
     limits: ConnectionLimits
-    live: set[_Connection]
+    connections: Connections
     _scope: trio.CancelScope
     _idle: bool
     _awaiting_headers: bool
@@ -176,12 +261,12 @@ class _Connection(TCPServer):
     async def run(self) -> None:
         self._scope = trio.CancelScope()
         self._idle, self._awaiting_headers, self._header_timer = True, False, TrioSingleTask()
-        self.live.add(self)
+        self.connections.live.add(self)
         try:
             with self._scope:
                 await self._serve()
         finally:
-            self.live.discard(self)
+            self.connections.live.discard(self)
 
     def abort(self) -> None:
         """Close the socket at once; every task blocked on it (a shielded send included) wakes with an error."""
@@ -301,12 +386,13 @@ def raise_open_file_limit() -> None:
 
 async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[str, ...], peers: PeerCertificates, *,
                       shutdown_trigger: Callable[[], Awaitable[None]],
-                      limits: ConnectionLimits = ConnectionLimits(),
+                      limits: ConnectionLimits = ConnectionLimits(), connections: Connections | None = None,
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``app`` over TLS until ``shutdown_trigger`` returns, then drain within the graceful timeout.
 
     When the graceful timeout runs out, the connections still open are closed, whatever they
-    are doing: the timeout is a hard deadline.
+    are doing: the timeout is a hard deadline. ``connections``: where the open ones are kept
+    (a caller reads their statistics there).
     """
     apply_limits(config, limits)
     raise_open_file_limit()
@@ -320,8 +406,10 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[st
     for one in (ca_file,) if isinstance(ca_file, str) else ca_file:
         ssl_context.load_verify_locations(one)
     sockets = config.create_sockets()
-    live: set[_Connection] = set()
-    connection_class = type("TCPServer", (_Connection,), {"peers": peers, "limits": limits, "live": live})
+    if connections is None:
+        connections = Connections()
+    connection_class = type("TCPServer", (_Connection,), {"peers": peers, "limits": limits,
+                                                          "connections": connections})
     async with trio.open_nursery() as guard:
         async with trio.open_nursery() as server_nursery:
             listeners = []
@@ -343,15 +431,14 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[st
             await context.terminated.set()
             deadline = trio.current_time() + config.graceful_timeout
             server_nursery.cancel_scope.deadline = deadline
-            guard.start_soon(_abort_at, deadline, live)
+            guard.start_soon(_abort_at, deadline, connections)
         guard.cancel_scope.cancel()
     if server_nursery.cancel_scope.cancelled_caught:
         log.warning("connections were still open when the %.0f s shutdown timeout ran out; they were closed",
                     config.graceful_timeout)
 
 
-async def _abort_at(deadline: float, live: set[_Connection]) -> None:
+async def _abort_at(deadline: float, connections: Connections) -> None:
     """At the deadline, close every connection's socket: cancellation alone cannot end a shielded send."""
     await trio.sleep_until(deadline)
-    for connection in list(live):
-        connection.abort()
+    connections.abort_all()
