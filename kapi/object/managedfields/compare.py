@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
+import orjson
+
 from kapi.object.managedfields.fieldpath import FieldSet, Path, PathElement
 from kapi.object.managedfields.shape import (MISSING, Shape, as_gvk, child_shape, children, deduce,
                                              has_zero_fields, list_groups, list_items, resolve,
@@ -32,6 +34,20 @@ def _json_equal(a: Any, b: Any) -> bool:
         return isinstance(b, (int, float)) and a == b
     return type(a) is type(b) and a == b
 
+
+def _same(a: Any, b: Any) -> bool:
+    """True if two objects or lists are the same JSON, types and key order included: such subtrees
+    compare as unchanged without walking them (a write mostly leaves most of an object as it was)."""
+    if a is b:
+        return True
+    t = type(a)
+    if t is not type(b) or t is not dict and t is not list:
+        return False
+    try:
+        # ``==`` fails fast where they differ; the bytes tell true from 1 and 1.0 from 1, as JSON does.
+        return bool(a == b) and orjson.dumps(a) == orjson.dumps(b)
+    except (TypeError, orjson.JSONEncodeError):
+        return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +110,8 @@ class _Diff:
             self.added.add(path)
 
     def walk(self, shape: Shape, lhs: Any, rhs: Any, path: Path) -> None:
+        if lhs is not MISSING and _same(lhs, rhs):
+            return  # equal values: nothing added, modified or removed below
         kind = shape.kind
         if kind == "deduced":
             kind = deduce(lhs, rhs)

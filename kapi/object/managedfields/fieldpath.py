@@ -200,11 +200,19 @@ def make_path(parts: Sequence[str]) -> Path:
 class FieldSet:
     """An immutable set of field paths (structured-merge-diff's ``fieldpath.Set``)."""
 
-    __slots__ = ("_paths",)
+    __slots__ = ("_paths", "_v1")
 
     def __init__(self, paths: Iterable[Path] = ()) -> None:
         # The empty path is the whole object, which is never tracked.
         self._paths: frozenset[Path] = frozenset(p for p in paths if p)
+        self._v1: bytes | None = None  # to_fields_v1's JSON, once asked for
+
+    @classmethod
+    def _of(cls, paths: frozenset[Path]) -> FieldSet:
+        """A set of ``paths`` already free of the empty path."""
+        out = cls.__new__(cls)
+        out._paths, out._v1 = paths, None
+        return out
 
     @classmethod
     def from_fields_v1(cls, data: Any) -> FieldSet:
@@ -238,7 +246,13 @@ class FieldSet:
         return cls.from_fields_v1(data)
 
     def to_fields_v1(self) -> dict[str, Any]:
-        """The FieldsV1 object, in kube's key order (``"."`` first, then sorted elements)."""
+        """The FieldsV1 object, in kube's key order (``"."`` first, then sorted elements); a fresh
+        object at each call, built once per set (a set read back from an unchanged entry is shared)."""
+        if self._v1 is None:
+            self._v1 = orjson.dumps(self._fields_v1())
+        return orjson.loads(self._v1)  # type: ignore[no-any-return]
+
+    def _fields_v1(self) -> dict[str, Any]:
         root: _Node = _Node()
         for path in self._paths:
             node = root
@@ -277,14 +291,22 @@ class FieldSet:
     def __repr__(self) -> str:
         return f"FieldSet({self.to_json()})"
 
+    # The set operations give back an operand when the result equals it (sets are immutable), so an
+    # entry a write leaves as it was keeps its encoding.
     def __or__(self, other: FieldSet) -> FieldSet:
-        return FieldSet(self._paths | other._paths)
+        if other._paths <= self._paths:
+            return self
+        if self._paths <= other._paths:
+            return other
+        return FieldSet._of(self._paths | other._paths)
 
     def __and__(self, other: FieldSet) -> FieldSet:
-        return FieldSet(self._paths & other._paths)
+        return FieldSet._of(self._paths & other._paths)
 
     def __sub__(self, other: FieldSet) -> FieldSet:
-        return FieldSet(self._paths - other._paths)
+        if not other._paths or self._paths.isdisjoint(other._paths):
+            return self
+        return FieldSet._of(self._paths - other._paths)
 
     def union(self, other: FieldSet) -> FieldSet:
         return self | other

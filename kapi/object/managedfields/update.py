@@ -64,6 +64,24 @@ STRIPPED_PATHS = FieldSet(make_path(p) for p in (
 ))
 
 
+_RECONCILED = "managedfields.reconciled"  # in Schema.compiled: (generation, apiVersion, kind, set) -> set
+_RECONCILED_MAX = 4096
+
+
+def _reconciled(schema: Schema, api_version: str, kind: str, fields: FieldSet) -> FieldSet:
+    """``reconcile_with_schema`` of an entry's set, kept per schema generation: an object's entries come
+    back unchanged at each of its writes, and their sets are shared (``FieldSet.from_fields_v1_kept``)."""
+    cache = schema.compiled.get(_RECONCILED)
+    if cache is None or len(cache) > _RECONCILED_MAX:
+        cache = schema.compiled[_RECONCILED] = {}
+    key = (schema.generation, api_version, kind, fields)
+    found = cache.get(key)
+    if found is None:
+        group, _, version = api_version.rpartition("/")
+        found = cache[key] = reconcile_with_schema(schema, GVK(group, version, kind), fields)
+    return found  # type: ignore[no-any-return]
+
+
 def cap_update_managers(managed: Managed, maximum: int) -> None:
     """Merge the oldest Update entries into ``ancient-changes`` buckets (capManagersManager)."""
     updaters = [k for k, vs in managed.fields.items() if not vs.applied]
@@ -144,9 +162,7 @@ def update_managed_fields(
         return []
 
     for key, vs in list(managed.fields.items()):  # sets written before a node became atomic own the node
-        group = vs.api_version.rpartition("/")[0]
-        version = vs.api_version.rpartition("/")[2]
-        fields = reconcile_with_schema(schema, GVK(group, version, gvk.kind), vs.fields)
+        fields = _reconciled(schema, vs.api_version, gvk.kind, vs.fields)
         if fields is not vs.fields:
             managed.fields[key] = VersionedSet(fields, vs.api_version, vs.applied)
 
