@@ -31,13 +31,15 @@ from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 
 import h11
+import h11._writers
 import h2.events
 import orjson
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
-from hypercorn.protocol.events import Response as StreamResponse
+from hypercorn.protocol.events import Body as StreamBody, Response as StreamResponse
+from hypercorn.protocol.http_stream import HTTPStream
 from hypercorn.protocol.h2 import BUFFER_HIGH_WATER, BUFFER_LOW_WATER, BufferCompleteError, H2Protocol, StreamBuffer
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.protocol.ws_stream import Handshake
@@ -45,9 +47,10 @@ from hypercorn.trio.task_group import TaskGroup
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.trio.worker_context import TrioSingleTask, WorkerContext
 from hypercorn.typing import ConnectionState
-from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
+from hypercorn.utils import parse_socket_addr, repr_socket_addr, suppress_body, wrap_app
 
 from kapi import errors
+from kapi.api.app import BODY_WRITER
 from kapi.chain.authn import PeerCertificates
 
 log = logging.getLogger("kapi")
@@ -91,7 +94,24 @@ def _protocol_error_body(code: int, max_header_bytes: int) -> bytes:
 
 
 class _H11Protocol(H11Protocol):
-    """hypercorn's HTTP/1.1 protocol with reason phrases and Status bodies on its own error answers."""
+    """hypercorn's HTTP/1.1 protocol with reason phrases and Status bodies on its own error answers,
+    and a direct body writer for chunked responses."""
+
+    async def stream_send(self, event: Any) -> None:
+        await super().stream_send(event)
+        if isinstance(event, StreamResponse) and event.status_code >= 200 and isinstance(self.stream, HTTPStream) \
+                and isinstance(getattr(self.connection, "_writer", None), h11._writers.ChunkedWriter):
+            self.stream.scope["extensions"][BODY_WRITER] = partial(self._write_chunk, self.stream)
+
+    async def _write_chunk(self, stream: HTTPStream, data: bytes) -> None:
+        """One chunk of the response in progress, framed as h11 frames it, handed to the socket at once.
+
+        h11 keeps no count of a chunked body's bytes, so its end still goes through it. Nothing is
+        written once the response's stream is over (the client went away: the writer is cancelled soon).
+        """
+        if stream is not self.stream or stream.closed or self.connection.our_state is not h11.SEND_BODY:
+            return
+        await self.send(RawData(data=b"%x\r\n%b\r\n" % (len(data), data)))
 
     async def _send_h11_event(self, event: Any) -> None:
         # hypercorn builds responses without a reason: the status line read "HTTP/1.1 409 " and
@@ -169,6 +189,16 @@ class _H2Protocol(H2Protocol):
             # the buffer hypercorn made, and from here on the body goes through a bounded one.
             self.stream_buffers[event.stream_id] = _BoundedStreamBuffer(self.context.event_class)
         await super().stream_send(event)
+        if isinstance(event, StreamResponse) and event.status_code >= 200:
+            stream = self.streams.get(event.stream_id)
+            if isinstance(stream, HTTPStream) and not suppress_body(stream.scope["method"], event.status_code):
+                stream.scope["extensions"][BODY_WRITER] = partial(self._write_body, stream)
+
+    async def _write_body(self, stream: HTTPStream, data: bytes) -> None:
+        """The next piece of ``stream``'s response body into its bounded buffer (waits while it is full)."""
+        if stream.closed or self.streams.get(stream.stream_id) is not stream:
+            return
+        await super().stream_send(StreamBody(stream_id=stream.stream_id, data=data))
 
     def buffered_bytes(self) -> tuple[int, int]:
         """Response bytes waiting in this connection's stream buffers: in all, and in the fullest one."""
