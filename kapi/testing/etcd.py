@@ -19,6 +19,7 @@ whose peers are gone can take seconds to exit), their data directories removed. 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import signal
@@ -27,11 +28,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["EtcdCluster", "EtcdError", "EtcdMember", "EtcdTLS", "etcd_binary"]
+__all__ = ["EtcdCluster", "EtcdError", "EtcdMember", "EtcdMemberTLS", "EtcdTLS", "etcd_binary"]
 
 READY_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 5.0
@@ -47,12 +49,26 @@ def etcd_binary() -> str | None:
     return str(beside) if beside.exists() else shutil.which("etcd")
 
 
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 free right now."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port of ``host`` (an IPv4 address) free right now."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port: int = s.getsockname()[1]
         return port
+
+
+@dataclass(frozen=True)
+class EtcdMemberTLS:
+    """One member's own serving certificate and the host its client URL names (as real clusters give
+    each member a certificate naming only itself).
+
+    ``host`` is a loopback IPv4 address the member listens on (``127.0.0.2``: Linux answers on all of
+    127.0.0.0/8), or a name of 127.0.0.1 such as ``localhost`` (it listens on 127.0.0.1).
+    """
+
+    host: str
+    certfile: str
+    keyfile: str
 
 
 @dataclass(frozen=True)
@@ -60,6 +76,8 @@ class EtcdTLS:
     """Files for an etcd that serves its clients over TLS only and asks them for a certificate.
 
     ``cafile`` signed both ``server_certfile`` (which must name 127.0.0.1) and the client's ``certfile``.
+    ``members`` gives members (by name: ``m0``, ``m1``, ...) a certificate and host of their own
+    instead.
     """
 
     cafile: str
@@ -67,6 +85,12 @@ class EtcdTLS:
     server_keyfile: str
     certfile: str
     keyfile: str
+    members: Mapping[str, EtcdMemberTLS] = field(default_factory=dict, hash=False)
+
+    def member(self, name: str) -> EtcdMemberTLS:
+        """Member ``name``'s host and serving certificate (127.0.0.1 and the shared one unless in ``members``)."""
+        own = self.members.get(name)
+        return own if own is not None else EtcdMemberTLS("127.0.0.1", self.server_certfile, self.server_keyfile)
 
     def client_options(self) -> dict[str, str]:
         """``cafile``, ``certfile``, ``keyfile`` for ``kapi.storage.etcd3``'s ``EtcdClient`` and ``EtcdStorage``."""
@@ -147,6 +171,14 @@ class EtcdMember:
         return int(resp.header.member_id), int(resp.leader), int(resp.raftTerm)
 
 
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 class EtcdCluster:
     """``members`` etcd members (1 or 3) on free loopback ports, ready when ``start()`` returns.
 
@@ -157,7 +189,7 @@ class EtcdCluster:
         binary: the ``etcd`` to run (default: ``etcd_binary()``).
         ready_timeout_s: how long ``start()`` and ``wait_ready()`` wait.
         tls: serve clients over TLS only (``https://`` client URLs, ``--client-cert-auth``); peers
-            stay plain http on loopback.
+            stay plain http on loopback. Its ``members`` give members their own certificate and host.
     """
 
     def __init__(self, members: int = 1, directory: str | os.PathLike[str] | None = None, *,
@@ -206,24 +238,30 @@ class EtcdCluster:
         else:
             directory = self._tmp = Path(tempfile.mkdtemp(prefix="kapi-etcd-"))
         scheme = "https" if self.tls else "http"
-        self.members = [
-            EtcdMember(name=f"m{i}", client_url=f"{scheme}://127.0.0.1:{free_port()}",
-                       peer_url=f"http://127.0.0.1:{free_port()}", data_dir=directory / f"etcd-m{i}.data",
-                       log=directory / f"etcd-m{i}.log", tls=self.tls)
-            for i in range(self._size)
-        ]
+        self.members = []
+        listen: dict[str, str] = {}
+        for i in range(self._size):
+            name = f"m{i}"
+            host = self.tls.member(name).host if self.tls else "127.0.0.1"
+            address = host if _is_ip(host) else "127.0.0.1"
+            port = free_port(address)
+            listen[name] = f"{scheme}://{address}:{port}"
+            self.members.append(EtcdMember(
+                name=name, client_url=f"{scheme}://{host}:{port}", peer_url=f"http://127.0.0.1:{free_port()}",
+                data_dir=directory / f"etcd-{name}.data", log=directory / f"etcd-{name}.log", tls=self.tls))
         initial = ",".join(f"{m.name}={m.peer_url}" for m in self.members)
         token = f"kapi-{os.getpid()}-{self.members[0].peer_url.rsplit(':', 1)[1]}"  # one per cluster
         for m in self.members:
             m.args = [binary, "--name", m.name, "--data-dir", str(m.data_dir),
-                      "--listen-client-urls", m.client_url, "--advertise-client-urls", m.client_url,
+                      "--listen-client-urls", listen[m.name], "--advertise-client-urls", m.client_url,
                       "--listen-peer-urls", m.peer_url, "--initial-advertise-peer-urls", m.peer_url,
                       "--initial-cluster", initial, "--initial-cluster-state", "new",
                       "--initial-cluster-token", token,
                       "--unsafe-no-fsync", "--experimental-watch-progress-notify-interval=1s",
                       "--log-level", "warn"]
             if self.tls:
-                m.args += ["--cert-file", self.tls.server_certfile, "--key-file", self.tls.server_keyfile,
+                own = self.tls.member(m.name)
+                m.args += ["--cert-file", own.certfile, "--key-file", own.keyfile,
                            "--trusted-ca-file", self.tls.cafile, "--client-cert-auth"]
         try:
             for m in self.members:

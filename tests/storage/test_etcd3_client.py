@@ -4,6 +4,7 @@ error)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,10 @@ import trio
 
 from kapi.errors import OutcomeUnknown, RevisionCompacted, RevisionInFuture, StorageError, StorageUnavailable
 from kapi.storage.etcd3.client import (
+    ClientStatistics,
     EtcdClient,
     WatchStream,
+    _may_retry,
     compare_mod,
     mapped,
     op_get,
@@ -24,7 +27,7 @@ from kapi.storage.etcd3.client import (
     target,
 )
 from tests._needs import require_module
-from tests.storage.etcd_support import EtcdCluster, etcd_cluster
+from tests.storage.etcd_support import EtcdCluster, etcd_cluster, free_port, make_tls
 
 require_module("grpc")
 
@@ -90,6 +93,42 @@ def test_grpc_failures_map_to_storage_errors(code: grpc.StatusCode, details: str
     err = mapped(_Failed(code, details), write=write)
     assert type(err) is expected
     assert details in str(err)
+
+
+@pytest.mark.parametrize(("code", "details", "write", "retry"), [
+    # grpc's own failures of a channel that has no connection: nothing was sent
+    (grpc.StatusCode.UNAVAILABLE, "failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:2379: "
+                                  "Failed to connect to remote host: Connection refused", True, True),
+    (grpc.StatusCode.UNAVAILABLE, "connections to all backends failing; last error: UNKNOWN: ipv4:127.0.0.1:2379: "
+                                  "Ssl handshake failed: CERTIFICATE_VERIFY_FAILED", True, True),
+    # the connection broke with the call on it, or etcd refused it: a write may have been applied
+    (grpc.StatusCode.UNAVAILABLE, "Socket closed", True, False),
+    (grpc.StatusCode.UNAVAILABLE, "Socket closed", False, True),
+    (grpc.StatusCode.UNAVAILABLE, "etcdserver: no leader", False, True),
+    (grpc.StatusCode.UNAVAILABLE, "etcdserver: no leader", True, False),
+    (grpc.StatusCode.UNAVAILABLE, "etcdserver: request timed out", True, False),
+    (grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded", False, False),  # the call's time is spent
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, "etcdserver: mvcc: database space exceeded", False, False),
+])
+def test_only_a_read_or_a_write_never_sent_goes_on_to_another_member(code: grpc.StatusCode, details: str,
+                                                                     write: bool, retry: bool) -> None:
+    assert _may_retry(_Failed(code, details), write=write) is retry
+
+
+async def test_a_write_no_member_took_tries_each_channel_once_then_is_unavailable(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tls = make_tls(tmp_path)
+    endpoints = [f"https://127.0.0.1:{free_port()}", f"https://127.0.0.2:{free_port('127.0.0.2')}"]
+    caplog.set_level(logging.DEBUG, logger="kapi.storage.etcd3.client")
+    async with EtcdClient(endpoints, call_timeout_s=30.0, **tls.client_options()) as client:
+        with trio.fail_after(20):  # refused at once: no waiting for the 30 s deadline
+            with pytest.raises(StorageUnavailable, match="Connection refused") as info:
+                await client.put(b"/k", b"v")
+        assert type(info.value) is StorageUnavailable  # never sent: not OutcomeUnknown
+        tried = [r.getMessage() for r in caplog.records if "trying" in r.getMessage()]
+        assert len(tried) == 1 and any(e in tried[0] for e in endpoints)  # the other one, once
+        assert client.statistics() == ClientStatistics(calls=1, in_flight=0, failures=1)
+        assert client.ready_endpoints() == []
 
 
 def test_future_revision_is_its_own_error() -> None:

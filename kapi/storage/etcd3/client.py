@@ -5,7 +5,8 @@ grpcio with the stubs in ``_pb``:
 
 - **One channel over all endpoints**: ``host:port`` for one, ``ipv4:h1:p1,h2:p2`` (or ``ipv6:``) with
   the ``round_robin`` load-balancing policy for several, so a call in flight to a dead member fails at
-  once with UNAVAILABLE and the next one goes to a live member.
+  once with UNAVAILABLE and the next one goes to a live member. Over TLS with several endpoints, **one
+  channel per endpoint** instead (below), as etcd's clientv3 checks each member against its own host.
 - **Metadata** ``hasleader: true`` on every call: a member cut off from its cluster's leader refuses
   the call instead of answering stale.
 - **Unary calls as grpc futures** completed into trio with ``TrioToken.run_sync_soon`` (no thread per
@@ -32,13 +33,24 @@ re-created from its last event's ``mod_revision + 1`` (never from a response hea
 catch-up batches with the current revision, so resuming from a header loses events).
 
 **TLS** (kube's ``--etcd-cafile``, ``--etcd-certfile``, ``--etcd-keyfile``): ``https://`` endpoints get
-a secure channel that trusts ``cafile`` only, and presents ``certfile``/``keyfile`` as the client
+secure channels that trust ``cafile`` only, and present ``certfile``/``keyfile`` as the client
 certificate when given (for etcd's ``--client-cert-auth``). All endpoints share one scheme. grpc
-checks the server's certificate against one name per channel: for one endpoint its host; for several
-(one ``ipv4:``/``ipv6:`` target, whose authority is the address list) the channel sets
-``grpc.ssl_target_name_override`` to the *first* endpoint's host, so every member's certificate must
-name that host too (an IP SAN, or a DNS name all members' certificates carry). A failed handshake
-(wrong CA, refused client certificate) fails a call at once as ``StorageUnavailable``, naming it.
+checks a server's certificate against one name per channel (its target's host), so with several
+endpoints each gets a channel of its own and each member's certificate need name only its own host
+(an IP address or a DNS name, as kubeadm and etcdadm issue them). A failed handshake (wrong CA,
+refused client certificate) fails a call at once as ``StorageUnavailable``, naming it.
+
+**Several channels** (TLS, several endpoints): each channel's connectivity is followed
+(``channel.subscribe``; the callbacks, on grpc threads, only store the state, which trio reads
+lock-free). A call goes round-robin to a READY channel; when none is READY (at start-up, or all
+members away) every channel is tried in turn. A call that fails UNAVAILABLE moves on to the next
+channel only when that is safe: a read always (it changes nothing), a write only when it was never
+sent (the channel could not connect: "failed to connect to all addresses", a refused handshake); a
+write that may have been sent keeps the table above (never retried here). Every try shares the
+call's one deadline. Each of these channels has the ``round_robin`` policy (over its member's
+addresses) and no idle timeout, so a lost connection is made again at once, not only when a call
+comes (none would: calls go to READY channels), and a member that comes back takes calls again. The
+``Watch`` stream runs on one READY channel, another one than before when it is re-opened.
 """
 
 from __future__ import annotations
@@ -51,6 +63,7 @@ import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from operator import attrgetter
 from types import TracebackType
 from typing import Any, Callable, TypeVar
 from urllib.parse import urlsplit
@@ -71,6 +84,9 @@ METADATA = (("hasleader", "true"),)
 _COMPACTED = "required revision has been compacted"
 _FUTURE = "required revision is a future revision"
 _WRITE_UNKNOWN = ("request timed out", "leader changed")
+# grpc's own words for a call failed at once because its channel has no connection (pick_first's,
+# round_robin's): nothing was sent
+_NOT_SENT = ("failed to connect to all addresses", "connections to all backends failing")
 
 # etcd answers a LIST as one message; kube-apiserver lifts grpc's 4 MiB default the same way
 _CHANNEL_OPTIONS: list[tuple[str, Any]] = [
@@ -102,12 +118,11 @@ def _tls(endpoints: Sequence[str]) -> bool:
 
 
 def target(endpoints: Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
-    """The grpc target and extra channel options for ``endpoints``: ``host:port`` for one, an
-    ``ipv4:``/``ipv6:`` address list with ``round_robin`` for several (IP addresses only; over TLS
-    with the first one's host as the name every certificate is checked against)."""
+    """The grpc target and extra channel options of one channel over ``endpoints``: ``host:port`` for
+    one, an ``ipv4:``/``ipv6:`` address list with ``round_robin`` for several (IP addresses only)."""
     if not endpoints:
         raise ValueError("no etcd endpoints")
-    tls = _tls(endpoints)
+    _tls(endpoints)
     hosts = [_split(e)[1:] for e in endpoints]
     if len(hosts) == 1:
         host, port = hosts[0]
@@ -122,10 +137,23 @@ def target(endpoints: Sequence[str]) -> tuple[str, list[tuple[str, Any]]]:
         joined = "ipv6:" + ",".join(f"[{a}]:{p}" for a, p in addrs)
     else:
         raise ValueError(f"etcd endpoints mix IPv4 and IPv6 (got {list(endpoints)})")
-    options: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin")]
-    if tls:
-        options.append(("grpc.ssl_target_name_override", hosts[0][0]))
-    return joined, options
+    return joined, [("grpc.lb_policy_name", "round_robin")]
+
+
+# A channel of its own per member: round_robin (over the member's addresses) asks for a new connection
+# as soon as one is lost, where pick_first would stay IDLE until a call came, and no call comes to a
+# channel that is not READY; no idle timeout either (grpc's 30 min without calls), for the same reason.
+_MEMBER_OPTIONS: list[tuple[str, Any]] = [("grpc.lb_policy_name", "round_robin"),
+                                          ("grpc.client_idle_timeout_ms", 2**31 - 1)]
+
+
+def channels(endpoints: Sequence[str]) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """The channels (a target and extra options each) an ``EtcdClient`` of ``endpoints`` opens: one over
+    them all (``target``), or over TLS with several endpoints one per endpoint, each certificate
+    checked against its own endpoint's host (host names allowed)."""
+    if _tls(endpoints) and len(endpoints) > 1:
+        return [(target([e])[0], list(_MEMBER_OPTIONS)) for e in endpoints]
+    return [target(endpoints)]
 
 
 def _read(path: str) -> bytes:
@@ -183,6 +211,15 @@ def mapped(exc: grpc.RpcError, *, write: bool) -> StorageError:
     return StorageUnavailable(message)
 
 
+def _may_retry(exc: grpc.RpcError, *, write: bool) -> bool:
+    """Whether a call that failed with ``exc`` on one channel may be sent on another: UNAVAILABLE, and
+    for a write only when it was never sent."""
+    if not isinstance(exc, grpc.Call) or exc.code() is not grpc.StatusCode.UNAVAILABLE:
+        return False
+    details = exc.details() or ""
+    return not write or any(s in details for s in _NOT_SENT)
+
+
 # ----------------------------------------------------------------- txn parts
 
 
@@ -227,6 +264,40 @@ class ClientStatistics:
     failures: int
 
 
+_READY = grpc.ChannelConnectivity.READY
+
+# a call's stub method on a channel
+_RANGE = attrgetter("kv.Range")
+_PUT = attrgetter("kv.Put")
+_DELETE_RANGE = attrgetter("kv.DeleteRange")
+_TXN = attrgetter("kv.Txn")
+_COMPACT = attrgetter("kv.Compact")
+_STATUS = attrgetter("maintenance.Status")
+
+
+class _Channel:
+    """One grpc channel of an ``EtcdClient``, its stubs, and its connectivity as grpc last reported it."""
+
+    def __init__(self, name: str, target: str, options: list[tuple[str, Any]],
+                 creds: grpc.ChannelCredentials | None) -> None:
+        self.name = name  # the endpoint(s) it reaches, for messages
+        self.channel = (grpc.insecure_channel(target, options=options) if creds is None
+                        else grpc.secure_channel(target, creds, options=options))
+        self.kv = rpc_pb2_grpc.KVStub(self.channel)
+        self.maintenance = rpc_pb2_grpc.MaintenanceStub(self.channel)
+        self.state: grpc.ChannelConnectivity | None = None  # written on grpc's thread, read in trio's
+
+    def follow(self) -> None:
+        """Connect now, and keep ``state`` current."""
+        self.channel.subscribe(self._changed, try_to_connect=True)
+
+    def _changed(self, state: grpc.ChannelConnectivity) -> None:  # on a grpc thread: one atomic store
+        self.state = state
+
+    def close(self) -> None:
+        self.channel.close()  # drops the subscription too
+
+
 class EtcdClient:
     """The unary calls of etcd's KV and Maintenance services, awaited from trio.
 
@@ -238,13 +309,16 @@ class EtcdClient:
                  certfile: str | None = None, keyfile: str | None = None) -> None:
         self.endpoints = tuple(endpoints)
         self.call_timeout_s = call_timeout_s
-        self._target, options = target(self.endpoints)
+        targets = channels(self.endpoints)
         creds = credentials(self.endpoints, cafile=cafile, certfile=certfile, keyfile=keyfile)
-        options = _CHANNEL_OPTIONS + options
-        self._channel = (grpc.insecure_channel(self._target, options=options) if creds is None
-                         else grpc.secure_channel(self._target, creds, options=options))
-        self._kv = rpc_pb2_grpc.KVStub(self._channel)
-        self._maintenance = rpc_pb2_grpc.MaintenanceStub(self._channel)
+        names = self.endpoints if len(targets) > 1 else (",".join(self.endpoints),)
+        self._channels = [_Channel(name, t, _CHANNEL_OPTIONS + options, creds)
+                          for name, (t, options) in zip(names, targets)]
+        if len(self._channels) > 1:
+            for c in self._channels:
+                c.follow()
+        self._one = self._channels[0] if len(self._channels) == 1 else None  # the single channel's fast path
+        self._turn = 0  # round-robin over the READY channels
         self._closed = False
         self._calls = 0
         self._in_flight = 0
@@ -258,13 +332,21 @@ class EtcdClient:
         self.close()
 
     def close(self) -> None:
-        """Close the channel; calls in flight fail (``StorageUnavailable``), later calls too."""
+        """Close the channels; calls in flight fail (``StorageUnavailable``), later calls too."""
         if not self._closed:
             self._closed = True
-            self._channel.close()
+            for c in self._channels:
+                c.close()
 
     def statistics(self) -> ClientStatistics:
         return ClientStatistics(calls=self._calls, in_flight=self._in_flight, failures=self._failures)
+
+    def ready_endpoints(self) -> list[str]:
+        """The endpoints whose channel is connected now (with one channel over all endpoints: all of them,
+        its state not being followed)."""
+        if self._one is not None:
+            return list(self.endpoints)
+        return [c.name for c in self._channels if c.state is _READY]
 
     # ------------------------------------------------------------ the calls
 
@@ -279,20 +361,21 @@ class EtcdClient:
         req = rpc_pb2.RangeRequest(key=key, range_end=range_end, limit=limit, revision=revision,
                                    keys_only=keys_only, count_only=count_only, serializable=serializable)
         try:
-            return await self._unary(self._kv.Range, req, write=False)
+            return await self._unary(_RANGE, req, write=False)
         except RevisionInFuture as exc:
             exc.revision = revision
             raise
 
     async def put(self, key: bytes, value: bytes, *, prev_kv: bool = False) -> rpc_pb2.PutResponse:
         """``KV.Put`` (unconditional; the backend writes through ``txn``)."""
-        return await self._unary(self._kv.Put, rpc_pb2.PutRequest(key=key, value=value, prev_kv=prev_kv), write=True)
+        req = rpc_pb2.PutRequest(key=key, value=value, prev_kv=prev_kv)
+        return await self._unary(_PUT, req, write=True)
 
     async def delete_range(self, key: bytes, range_end: bytes = b"", *,
                            prev_kv: bool = False) -> rpc_pb2.DeleteRangeResponse:
         """``KV.DeleteRange`` (unconditional)."""
         req = rpc_pb2.DeleteRangeRequest(key=key, range_end=range_end, prev_kv=prev_kv)
-        return await self._unary(self._kv.DeleteRange, req, write=True)
+        return await self._unary(_DELETE_RANGE, req, write=True)
 
     async def txn(self, compare: Iterable[rpc_pb2.Compare], success: Iterable[rpc_pb2.RequestOp],
                   failure: Iterable[rpc_pb2.RequestOp] = ()) -> rpc_pb2.TxnResponse:
@@ -303,22 +386,31 @@ class EtcdClient:
         """
         req = rpc_pb2.TxnRequest(compare=list(compare), success=list(success), failure=list(failure))
         write = any(op.WhichOneof("request") != "request_range" for op in (*req.success, *req.failure))
-        return await self._unary(self._kv.Txn, req, write=write)
+        return await self._unary(_TXN, req, write=write)
 
     async def compact(self, revision: int, *, physical: bool = False) -> rpc_pb2.CompactionResponse:
         """``KV.Compact`` to ``revision`` (``RevisionCompacted`` if already compacted past it)."""
         req = rpc_pb2.CompactionRequest(revision=revision, physical=physical)
-        return await self._unary(self._kv.Compact, req, write=True)
+        return await self._unary(_COMPACT, req, write=True)
 
     async def status(self) -> rpc_pb2.StatusResponse:
         """``Maintenance.Status`` of the member the call reaches (version, leader, raft index, db size)."""
-        return await self._unary(self._maintenance.Status, rpc_pb2.StatusRequest(), write=False)
+        return await self._unary(_STATUS, rpc_pb2.StatusRequest(), write=False)
 
     def watch_stub(self) -> rpc_pb2_grpc.WatchStub:
-        """The Watch service on this client's channel (for ``WatchStream``)."""
+        """The Watch service on a channel of this client (for ``WatchStream``)."""
+        return self.watch_target()[1]
+
+    def watch_target(self, *, avoid: str | None = None) -> tuple[str, rpc_pb2_grpc.WatchStub]:
+        """The endpoint(s) and Watch service of the channel a new ``Watch`` stream should use: a READY
+        one, other than ``avoid`` (the one a broken stream was on) when another is READY."""
         if self._closed:
             raise StorageUnavailable("etcd: client closed")
-        return rpc_pb2_grpc.WatchStub(self._channel)
+        if self._one is not None:
+            chosen = self._one
+        else:
+            chosen = min(self._order(), key=lambda c: (c.state is not _READY, c.name == avoid))
+        return chosen.name, rpc_pb2_grpc.WatchStub(chosen.channel)
 
     # ------------------------------------------------------------ the bridge
 
@@ -328,10 +420,50 @@ class EtcdClient:
         # a deadline already past still sends nothing useful: grpc fails it at once as DEADLINE_EXCEEDED
         return max(timeout, 0.0) if math.isfinite(timeout) else self.call_timeout_s
 
-    async def _unary(self, method: Callable[..., Any], request: Any, *, write: bool) -> Any:
+    def _order(self) -> list[_Channel]:
+        """The channels in the order one call tries them: the READY ones round-robin (starting one further
+        each call), then the others, those failing to connect last (they fail a call at once)."""
+        ready = [c for c in self._channels if c.state is _READY]
+        turn = self._turn
+        self._turn += 1
+        if ready:
+            k = turn % len(ready)
+            ready = ready[k:] + ready[:k]
+        k = turn % len(self._channels)
+        rest = [c for c in self._channels[k:] + self._channels[:k] if c.state is not _READY]
+        rest.sort(key=lambda c: c.state is grpc.ChannelConnectivity.TRANSIENT_FAILURE)
+        return ready + rest
+
+    async def _unary(self, method: Callable[[_Channel], Callable[..., Any]], request: Any, *, write: bool) -> Any:
         if self._closed:
             raise StorageUnavailable("etcd: client closed")
         await trio.lowlevel.checkpoint_if_cancelled()
+        self._calls += 1
+        self._in_flight += 1
+        try:
+            if self._one is not None:
+                with etcd_errors(write=write):
+                    return await self._call(method(self._one), request, self._timeout())
+            deadline = trio.current_time() + self._timeout()
+            order = self._order()
+            for i, channel in enumerate(order):
+                try:
+                    return await self._call(method(channel), request, max(deadline - trio.current_time(), 0.0))
+                except grpc.RpcError as exc:
+                    if i == len(order) - 1 or not _may_retry(exc, write=write):
+                        raise mapped(exc, write=write) from exc
+                    details = exc.details() if isinstance(exc, grpc.Call) else exc
+                    logger.debug("etcd %s: %s; trying %s", channel.name, details, order[i + 1].name)
+            raise AssertionError("unreachable: the last try returns or raises")
+        except StorageError:
+            self._failures += 1
+            raise
+        finally:
+            self._in_flight -= 1
+
+    @staticmethod
+    async def _call(method: Any, request: Any, timeout: float) -> Any:
+        """One call of ``method`` as a grpc future completed into trio; its ``grpc.RpcError`` raised as is."""
         token = trio.lowlevel.current_trio_token()
         done = trio.Event()
 
@@ -341,26 +473,17 @@ class EtcdClient:
             except trio.RunFinishedError:
                 pass
 
-        self._calls += 1
-        self._in_flight += 1
         try:
-            with etcd_errors(write=write):
-                try:
-                    future = method.future(request, timeout=self._timeout(), metadata=METADATA)
-                except ValueError as exc:  # the channel was closed under us
-                    raise StorageUnavailable(f"etcd: {exc}") from exc
-                future.add_done_callback(completed)
-                try:
-                    await done.wait()
-                except BaseException:
-                    future.cancel()
-                    raise
-                return future.result()
-        except StorageError:
-            self._failures += 1
+            future = method.future(request, timeout=timeout, metadata=METADATA)
+        except ValueError as exc:  # the channel was closed under us
+            raise StorageUnavailable(f"etcd: {exc}") from exc
+        future.add_done_callback(completed)
+        try:
+            await done.wait()
+        except BaseException:
+            future.cancel()
             raise
-        finally:
-            self._in_flight -= 1
+        return future.result()
 
 
 # ------------------------------------------------------------------ watch
@@ -416,6 +539,7 @@ class WatchStream:
         self._opened = 0
         self._responses = 0
         self._closed_slow = 0
+        self.endpoint: str | None = None  # the endpoint(s) of the channel the stream is (or was last) on
 
     def statistics(self) -> WatchStreamStatistics:
         return WatchStreamStatistics(watches=len(self._watches), streams_opened=self._opened,
@@ -434,7 +558,7 @@ class WatchStream:
                 except StorageError as exc:
                     # Said once per outage: while etcd stays away, the retries back off quietly.
                     level = logging.INFO if delay == self._retry_s else logging.DEBUG
-                    logger.log(level, "etcd watch stream broke (%s); re-opening", exc)
+                    logger.log(level, "etcd watch stream on %s broke (%s); re-opening", self.endpoint, exc)
                 delay = self._retry_s if self._responses > before else min(delay * 2, _RETRY_MAX_S)
                 await trio.sleep(delay)
         finally:
@@ -483,7 +607,8 @@ class WatchStream:
             while (request := requests.get()) is not None:
                 yield request
 
-        call = self._client.watch_stub().Watch(request_iterator(), metadata=METADATA)
+        self.endpoint, stub = self._client.watch_target(avoid=self.endpoint)
+        call = stub.Watch(request_iterator(), metadata=METADATA)
         self._requests = requests
         self._opened += 1
         token = trio.lowlevel.current_trio_token()
@@ -571,6 +696,7 @@ __all__ = [
     "EtcdClient",
     "WatchStream",
     "WatchStreamStatistics",
+    "channels",
     "compare_mod",
     "compare_version",
     "credentials",
