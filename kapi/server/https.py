@@ -97,6 +97,8 @@ class _H11Protocol(H11Protocol):
     """hypercorn's HTTP/1.1 protocol with reason phrases and Status bodies on its own error answers,
     and a direct body writer for chunked responses."""
 
+    write_raw: Callable[[bytes], Awaitable[None]] | None = None  # the connection's (``_Connection.write_raw``)
+
     async def stream_send(self, event: Any) -> None:
         await super().stream_send(event)
         if isinstance(event, StreamResponse) and event.status_code >= 200 and isinstance(self.stream, HTTPStream) \
@@ -111,7 +113,11 @@ class _H11Protocol(H11Protocol):
         """
         if stream is not self.stream or stream.closed or self.connection.our_state is not h11.SEND_BODY:
             return
-        await self.send(RawData(data=b"%x\r\n%b\r\n" % (len(data), data)))
+        framed = b"%x\r\n%b\r\n" % (len(data), data)
+        if self.write_raw is not None:
+            await self.write_raw(framed)
+        else:
+            await self.send(RawData(data=framed))
 
     async def _send_h11_event(self, event: Any) -> None:
         # hypercorn builds responses without a reason: the status line read "HTTP/1.1 409 " and
@@ -329,6 +335,8 @@ class _Connection(TCPServer):
                 self.protocol = _ProtocolWrapper(self.app, self.config, self.context, task_group,
                                                  ConnectionState(self.state), True, client, server,
                                                  self.protocol_send, alpn)
+                if isinstance(self.protocol.protocol, _H11Protocol):
+                    self.protocol.protocol.write_raw = self.write_raw
                 await self.protocol.initiate()
                 await self.idle_task.restart(task_group, self._idle_timeout)
                 if alpn != "h2":  # HTTP/2 has no request-header phase to bound (Go's neither)
@@ -361,6 +369,23 @@ class _Connection(TCPServer):
             if data == b"":
                 break
         await self.protocol.handle(Closed())
+
+    async def write_raw(self, data: bytes) -> None:
+        """hypercorn's write of ``RawData`` (under the send lock, shielded; a broken socket closes the
+        protocol), without the scheduling point of taking a free lock: its send is one already."""
+        lock = self.send_lock
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()
+        try:
+            try:
+                with trio.CancelScope(shield=True):
+                    await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                await self.protocol.handle(Closed())
+        finally:
+            lock.release()
 
     async def protocol_send(self, event: Any) -> None:
         if isinstance(event, Updated):
