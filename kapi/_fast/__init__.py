@@ -30,7 +30,9 @@ def _choose(name: str) -> ModuleType:
 
 if TYPE_CHECKING:
     # Type checkers see the pure twins: they are the typed, documented reference.
+    from kapi._fast import fanout_py as fanout
     from kapi._fast import protowire_py as protowire
+    from kapi._fast.jsontree_py import copy_tree
     from kapi._fast.listenc_py import bookmark_line, encode_list_chunks, list_body, watch_line
     from kapi._fast.match_py import MatchTable
     from kapi._fast.ring_py import EventRing
@@ -44,6 +46,9 @@ else:
     MatchTable = _choose("match").MatchTable
     # The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
     protowire = _choose("protowire")
+    # The watch cache's fan-out loop and its filtering (offer_event, transition), chosen as a module.
+    fanout = _choose("fanout")
+    copy_tree = _choose("jsontree").copy_tree
 
 USING_EXTENSIONS = _listenc.__name__.endswith("_c") if not TYPE_CHECKING else False
 # The compiled twins were wanted but are not there: not built (setup.py found no C compiler when kapi
@@ -63,5 +68,5 @@ def twins() -> str:
     return "not loaded: not built (no C compiler when kapi was installed?); running on the pure twins, slower"
 
 
-__all__ = ["EXTENSIONS_MISSING", "USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line",
-           "encode_list_chunks", "list_body", "protowire", "twins", "watch_line"]
+__all__ = ["EXTENSIONS_MISSING", "USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line", "copy_tree",
+           "encode_list_chunks", "fanout", "list_body", "protowire", "twins", "watch_line"]

@@ -4,12 +4,12 @@ and kube-apiserver's unsafe deletion of an object storage holds but nobody can d
 
 from __future__ import annotations
 
-import copy
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kapi import errors
+from kapi._fast import copy_tree
 from kapi.encoding import codec, listitems
 from kapi.object.listopts import ListOptions
 from kapi.registry.admit import DELETE, Admission, AdmissionRequest
@@ -132,7 +132,7 @@ async def _delete_corrupt(reg: Registry, key: str, kv: KeyValue, opts: DeleteOpt
 
 def _deletion_update(res: Resource, obj: Obj, opts: DeleteOptions) -> Obj | None:
     """The object as it stays after this DELETE, or None if it goes now (the strategy's graceful deletion)."""
-    new = copy.deepcopy(obj)
+    new = copy_tree(obj)
     policy = opts.propagation_policy
     if not policy and opts.orphan_dependents is not None:
         policy = "Orphan" if opts.orphan_dependents else "Background"

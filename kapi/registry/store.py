@@ -8,7 +8,6 @@ turns ``StorageError`` into API errors. LIST is in ``listing``, WATCH in ``watch
 
 from __future__ import annotations
 
-import copy
 import inspect
 import logging
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import orjson
 import trio
 
 from kapi import errors
+from kapi._fast import copy_tree
 from kapi.cacher.cache import Cacher
 from kapi.cacher.watcher import WatchCounts
 from kapi.encoding import codec
@@ -355,7 +355,7 @@ class Registry:
     def _prepare_create(self, res: Resource, namespace: str, obj: Obj) -> Obj:
         """A copy of a create's body, checked, prepared by the strategy and defaulted: what mutating
         admission sees (kube's decoding; the system metadata comes after admission, as kube's)."""
-        obj = copy.deepcopy(obj)
+        obj = copy_tree(obj)
         self._check_type_meta(res, obj)
         md = meta.metadata(obj)
         self._check_namespace_matches(res, namespace, md)
@@ -392,7 +392,7 @@ class Registry:
             assert old is not None
             req = AdmissionRequest(operation, res, subresource, namespace, old["metadata"]["name"],
                                    scale.to_scale(res, new), scale.to_scale(res, old), dry_run, scale.SCALE_KIND)
-            before = copy.deepcopy(req.obj)
+            before = copy_tree(req.obj)
             await admission.mutate(req)
             if req.obj != before and isinstance(req.obj, dict):
                 res.strategy.set_replicas(new, scale.replicas_of(req.obj, new["metadata"]["name"]))
@@ -480,7 +480,7 @@ class Registry:
     async def update(self, res: Resource, namespace: str, name: str, obj: Obj, opts: WriteOptions,
                      subresource: str = "") -> tuple[Obj, bool]:
         """PUT: replace the object (or its status); returns (object, created)."""
-        obj = copy.deepcopy(obj)
+        obj = copy_tree(obj)
         self._check_type_meta(res, obj)
         md = meta.metadata(obj)
         if md.get("name") and md["name"] != name:
@@ -529,7 +529,7 @@ class Registry:
                 # one is compared with it defaulted too, as kube decodes what it reads with the defaults.
                 res.strategy.canonicalize(old)
                 res.strategy.default(old, old)
-            mutated = mutate(copy.deepcopy(old))
+            mutated = mutate(copy_tree(old))
             new = await mutated if inspect.isawaitable(mutated) else mutated
             # [] and [{}] reset managedFields: kube's field manager sees them before admission and before
             # omitempty drops []

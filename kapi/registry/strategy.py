@@ -7,7 +7,6 @@ these hooks, so no ``if resource == ...`` is needed anywhere else.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import trio
 
 from kapi.encoding.tables import DEFAULT_PRINTER, Printer
+from kapi._fast import copy_tree
 from kapi.errors import Cause
 from kapi.object import meta
 from kapi.object.access import Attributes, Decision, Rules, UserInfo
@@ -91,17 +91,17 @@ def status_only(new: Obj, old: Obj, keep_metadata: tuple[str, ...] | None = ()) 
     """A write of the status subresource as kube's status strategies make it: the new status, the old
     spec (every field but metadata and status), and the new metadata but for the fields in
     ``keep_metadata``, which stay as they were (None: all of the old metadata stays)."""
-    out = {k: copy.deepcopy(v) for k, v in old.items() if k not in ("metadata", "status")}
+    out = {k: copy_tree(v) for k, v in old.items() if k not in ("metadata", "status")}
     for k in ("apiVersion", "kind"):
         if k in new:
             out[k] = new[k]
     if keep_metadata is None or not isinstance(new.get("metadata"), dict):
-        md = copy.deepcopy(old["metadata"])
+        md = copy_tree(old["metadata"])
     else:
         md = dict(new["metadata"])
         for k in keep_metadata:
             if k in old["metadata"]:
-                md[k] = copy.deepcopy(old["metadata"][k])
+                md[k] = copy_tree(old["metadata"][k])
             else:
                 md.pop(k, None)
     md["resourceVersion"] = old["metadata"]["resourceVersion"]

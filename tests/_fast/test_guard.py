@@ -18,6 +18,7 @@ def test_compiled_twins_loaded_when_required() -> None:
     assert kapi._fast.EventRing.__module__ == "kapi._fast.ring_c"
     assert kapi._fast.MatchTable.__module__ == "kapi._fast.match_c"
     assert kapi._fast.protowire.__name__ == "kapi._fast.protowire_c"
+    assert kapi._fast.copy_tree.__module__ == "kapi._fast.jsontree_c"
 
 
 def test_pure_twins_when_extensions_are_off() -> None:
@@ -28,3 +29,4 @@ def test_pure_twins_when_extensions_are_off() -> None:
     assert kapi._fast.EventRing.__module__ == "kapi._fast.ring_py"
     assert kapi._fast.MatchTable.__module__ == "kapi._fast.match_py"
     assert kapi._fast.protowire.__name__ == "kapi._fast.protowire_py"
+    assert kapi._fast.copy_tree.__module__ == "kapi._fast.jsontree_py"
