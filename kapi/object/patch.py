@@ -343,11 +343,30 @@ def _merge(target: Any, patch: Any, depth: int = 0) -> Any:
 def apply_merge_patch(doc: Any, patch: Any) -> Any:
     """Apply an RFC 7386 JSON merge patch: objects merge, ``null`` deletes, the rest replaces.
 
+    ``doc`` is left as it was; the result shares the parts of it the patch does not reach (a caller
+    that changes the result in place passes a ``doc`` of its own, as the registry's update does).
+
     Raises:
         BadRequest: the patch is nested more than ``MAX_DEPTH`` levels deep.
     """
     _check_depth(patch)
-    return _merge(_copy_or_400(doc), _copy_or_400(patch))
+    return _merge_shared(doc, _copy_or_400(patch))
+
+
+def _merge_shared(target: Any, patch: Any, depth: int = 0) -> Any:
+    """``_merge`` leaving ``target`` as it was: only the objects on the patch's paths are copied (one
+    level each); what the patch does not reach is shared with ``target``, as a copy of it would read."""
+    if not isinstance(patch, dict):
+        return patch
+    if depth > MAX_DEPTH:
+        raise _too_deep()
+    target = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = _merge_shared(target.get(key), value, depth + 1)
+    return target
 
 
 # ------------------------------------------------ strategic merge patch

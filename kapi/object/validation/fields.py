@@ -194,7 +194,8 @@ def _prune(value: object) -> object:
 
 def _semantic_equal(a: object, b: object) -> bool:
     # apiequality.Semantic treats nil and empty slices/maps alike; JSON adds absent == zero.
-    return _prune(a) == _prune(b)
+    # Equal values prune alike, so the walk is only needed where they differ.
+    return a == b or _prune(a) == _prune(b)
 
 
 def _go_strings(values: object) -> str:
