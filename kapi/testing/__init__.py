@@ -11,7 +11,7 @@ gives the same as fixtures: ``kapi_server``, ``kapi_namespace``, ``kapi_kubeconf
 Uses only the CLI contract and HTTP, as kapi.client does.
 """
 
-from kapi.testing.etcd import EtcdCluster, EtcdError
+from kapi.testing.etcd import EtcdCluster, EtcdError, EtcdMemberTLS, EtcdTLS
 from kapi.testing.server import Server, ServerError
 
-__all__ = ["EtcdCluster", "EtcdError", "Server", "ServerError"]
+__all__ = ["EtcdCluster", "EtcdError", "EtcdMemberTLS", "EtcdTLS", "Server", "ServerError"]
