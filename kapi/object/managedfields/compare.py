@@ -165,7 +165,9 @@ def compare(schema: Schema, gvk: GVK | tuple[str, str, str], old: Mapping[str, A
     """Compare two objects of a kind; ``old=None`` compares against the kind's zero object."""
     diff = _Diff(schema)
     diff.walk(root_shape(schema, as_gvk(gvk)), dict(old or {}), dict(new), ())
-    return Comparison(FieldSet(diff.added), FieldSet(diff.modified), FieldSet(diff.removed))
+    # The walk records no empty path (the whole object): the sets are made as they are.
+    return Comparison(FieldSet._of(frozenset(diff.added)), FieldSet._of(frozenset(diff.modified)),
+                      FieldSet._of(frozenset(diff.removed)))
 
 
 def field_set_of(schema: Schema, gvk: GVK | tuple[str, str, str], obj: Mapping[str, Any], *,

@@ -249,7 +249,7 @@ class FieldSet:
         """The FieldsV1 object, in kube's key order (``"."`` first, then sorted elements); a fresh
         object at each call, built once per set (a set read back from an unchanged entry is shared)."""
         if self._v1 is None:
-            self._v1 = orjson.dumps(self._fields_v1())
+            self._v1 = _encoded(self._paths)
         return orjson.loads(self._v1)  # type: ignore[no-any-return]
 
     def _fields_v1(self) -> dict[str, Any]:
@@ -320,7 +320,11 @@ class FieldSet:
     def recursive_difference(self, other: FieldSet) -> FieldSet:
         """Paths not in ``other`` and not below any path of ``other``."""
         excluded = other._paths
-        return FieldSet(p for p in self._paths if not any(p[:i] in excluded for i in range(1, len(p) + 1)))
+        if not excluded:
+            return self
+        lengths = sorted({len(e) for e in excluded})  # only prefixes of these lengths can be excluded
+        kept = frozenset(p for p in self._paths if not any(p[:i] in excluded for i in lengths if i <= len(p)))
+        return self if len(kept) == len(self._paths) else FieldSet._of(kept)
 
 
 @dataclass(slots=True)
@@ -358,6 +362,12 @@ def _read_fields_v1(data: Any, prefix: Path, out: set[Path]) -> bool:
             out.add(path)
     # A node with no children is a leaf, so it is a member even without ".".
     return explicit or not has_children
+
+
+@functools.lru_cache(maxsize=1024)
+def _encoded(paths: frozenset[Path]) -> bytes:
+    """The FieldsV1 JSON of a set's paths, kept: the objects one client creates mostly share their sets."""
+    return orjson.dumps(FieldSet._of(paths)._fields_v1())
 
 
 @functools.lru_cache(maxsize=4096)

@@ -163,9 +163,25 @@ def _zero_present(t: TypeDef, f: FieldDef) -> bool:
     return (t.name.rsplit(".", 1)[-1], f.name) in _VALUE_STRUCT_FIELDS
 
 
+# id(type) -> (type, its zero-present field names): the walks ask for every struct node they pass.
+_ZERO_FIELDS: dict[int, tuple[TypeDef, tuple[str, ...]]] = {}
+
+
+def _zero_fields(t: TypeDef) -> tuple[str, ...]:
+    """The names of the fields Go's zero value of ``t`` carries, in the type's order."""
+    found = _ZERO_FIELDS.get(id(t))
+    if found is not None and found[0] is t:
+        return found[1]
+    if len(_ZERO_FIELDS) > 8192:  # types come and go with custom resources
+        _ZERO_FIELDS.clear()
+    names = tuple(f.name for f in t.fields.values() if _zero_present(t, f))
+    _ZERO_FIELDS[id(t)] = (t, names)
+    return names
+
+
 def has_zero_fields(t: TypeDef) -> bool:
     """True if Go's zero value of ``t`` carries some field, so it never reads as empty."""
-    return any(_zero_present(t, f) for f in t.fields.values())
+    return bool(_zero_fields(t))
 
 
 def _zero(schema: Schema, f: FieldDef) -> Any:
@@ -202,7 +218,7 @@ def _field_value(schema: Schema, t: TypeDef, f: FieldDef, container: dict[str, A
             v = MISSING
         elif isinstance(v, (list, dict)) and not v and not f.ref and f.type in ("array", "object"):
             v = MISSING
-    if v is MISSING and _zero_present(t, f):
+    if v is MISSING and f.name in _zero_fields(t):
         v = _zero(schema, f)
     return v
 
@@ -213,9 +229,8 @@ def children(schema: Schema, shape: Shape, lmap: dict[str, Any] | None,
     names = dict.fromkeys([*(lmap or ()), *(rmap or ())])
     t = shape.type
     if shape.kind == "struct" and t is not None:
-        for f in t.fields.values():
-            if _zero_present(t, f):
-                names.setdefault(f.name)
+        for name in _zero_fields(t):
+            names.setdefault(name)
     for name in names:
         if shape.kind == "struct" and t is not None:
             f = t.field(name)
