@@ -65,7 +65,8 @@ KINDS = {
     "leases": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
 }
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-BARE_BACKLOG_BYTES = 1 << 20  # a bare connection's unsent bytes past which the broadcast waits for it
+BARE_BACKLOG_BYTES = 256 << 10  # a bare connection's unsent bytes past which the broadcast waits for it
+BARE_TICK_BYTES = 64 << 10  # at most this much of events per tick
 STAMP_WIDTH = 17  # f"{time.time():.6f}": 10 digits, a dot, 6 digits
 
 
@@ -499,9 +500,10 @@ class _Conn:
             while self.backlog:
                 data = memoryview(b"".join(self.backlog))
                 self.backlog.clear()
-                self.backlog_bytes = 0
+                size = len(data)
                 while data:
                     data = data[await self.sock.send(data):]
+                self.backlog_bytes -= size  # counted until the kernel took it
             self.flushing = False
             self.flushed.set()
             self.flushed = trio.Event()
@@ -570,9 +572,12 @@ class Bare:
             count = max(1, int(rate * seconds))
             t0, wall0 = trio.current_time(), time.time()
             k = 0
+            per_tick = max(1, BARE_TICK_BYTES // len(self.prefix + self.suffix))
             while k < count:
                 await trio.sleep_until(t0 + k * period)
-                due = min(count, int((trio.current_time() - t0) / period) + 1)
+                # After a stall, what is due goes out a tick's worth at a time: one huge write to
+                # every connection would hold a copy of it per connection.
+                due = min(count, int((trio.current_time() - t0) / period) + 1, k + per_tick)
                 # Each event carries its slot's wall-clock time: a tick that runs late shows as delay.
                 lines = [self.prefix + b"%.6f" % (wall0 + j * period) + self.suffix for j in range(k, due)]
                 k = due
@@ -829,7 +834,10 @@ def capture(server: Server, kind: str, name: str) -> tuple[bytes, list[tuple[str
                     f"Accept: application/json\r\n\r\n".encode())
         data = b""
         while b"\r\n\r\n" not in data:
-            data += tls.recv(65536)
+            more = tls.recv(65536)
+            if not more:
+                raise RuntimeError(f"the capture watch closed before its head: {data[:300]!r}")
+            data += more
         _patch(server, base, name)
         while MARKER not in data or b"\n" not in data[data.index(MARKER):]:
             more = tls.recv(65536)
@@ -1138,8 +1146,8 @@ def run(args: argparse.Namespace, root: Path, log: Any) -> dict[str, Any]:
                 k, b = case["kapi"], case["bare"]
                 case["ratio_at_rate"] = (round(k["at_rate"]["deliveries_per_s"] / b["at_rate"]["deliveries_per_s"], 3)
                                          if b["at_rate"]["deliveries_per_s"] else None)
-                kb, bb = k["best_rate"] or 0.0, b["best_rate"] or 0.0
-                case["ratio_best_rate"] = round(kb / bb, 3) if bb else None
+                kb, bb = k["best_rate"], b["best_rate"]
+                case["ratio_best_rate"] = round(kb / bb, 3) if kb and bb else None
                 cases[name] = case
         return {"event_bytes": {k: len(v) for k, v in events.items()}, "kapi_headers": head, "cases": cases,
                 "kapi_rss_end": process_rss_bytes(kapi.proc.pid)}
@@ -1153,9 +1161,9 @@ def table(r: dict[str, Any]) -> list[str]:
     """The Markdown table of one run."""
     cfg = r["config"]
     rows = [
-        f"| case | server | updates/s offered → accepted | deliveries/s | p50 ms | p99 ms | delivered | "
-        f"server µs/delivery | server CPU % | clients CPU % | server RSS growth |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| case | server | updates/s offered → accepted | deliveries/s | p50 ms | p99 ms | delivered | "
+        "server µs/delivery | CPU %: server, clients, rest of machine | server RSS growth |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, case in r["cases"].items():
         label = (f"{'HTTP/2' if case['mode'] == 'h2' else 'HTTP/1.1'} {case['kind']} "
@@ -1168,7 +1176,8 @@ def table(r: dict[str, Any]) -> list[str]:
                 rows.append(
                     f"| {label} | {side} | {p['rate']:g} → {p['updates_per_s']:g} | {p['deliveries_per_s']:,.0f} | "
                     f"{p['p50_ms']:.1f} | {p['p99_ms']:.1f} | {p['delivered']}/{p['expected_deliveries']} | "
-                    f"{us if us is not None else '-'} | {p['server_cpu_pct']:.0f} | {p['client_cpu_pct']:.0f} | "
+                    f"{us if us is not None else '-'} | {p['server_cpu_pct']:.0f}, "
+                    f"{p['client_cpu_pct'] + p['writer_cpu_pct']:.0f}, {p['other_cpu_pct']:.0f} | "
                     f"{p['rss_growth'] / 1e6:+.0f} MB |")
     rows += ["", f"| case ({cfg['watchers']} watches) | kapi ÷ bare, deliveries/s at {cfg['update_rate']:g} updates/s | "
                  f"highest rate with p99 ≤ {P99_GOAL_MS:g} ms: kapi | bare | kapi ÷ bare | kapi RSS growth |",
@@ -1183,15 +1192,21 @@ def table(r: dict[str, Any]) -> list[str]:
             return f"{c['best_rate']:g}/s{more}"
 
         label = f"{'HTTP/2, ' + str(k['connections']) + ' conns' if case['mode'] == 'h2' else 'HTTP/1.1'}, {case['kind']}"
-        ratio = case["ratio_best_rate"]
-        rows.append(f"| {label} | {case['ratio_at_rate']} | {best(k)} | {best(b)} | "
-                    f"{ratio if ratio is not None else '-'} | {k['rss_growth'] / 1e6:+.0f} MB |")
+        if k["best_rate"] is None or b["best_rate"] is None:
+            ratio = "-"  # no rate held on one side: no ratio of rates
+        else:
+            ratio = f"{case['ratio_best_rate']}"
+        rows.append(f"| {label} | {case['ratio_at_rate']} | {best(k)} | {best(b)} | {ratio} | "
+                    f"{k['rss_growth'] / 1e6:+.0f} MB |")
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     if argv is None:
         argv = sys.argv[1:]
+    if argv[:1] == ["table"]:  # print the tables of a results file again
+        print("\n".join(table(json.loads(Path(argv[1]).read_text()))))
+        return 0
     if argv[:1] == ["bare"]:
         parser = argparse.ArgumentParser(description="the bare TLS watch broadcaster")
         for flag in ("--certfile", "--keyfile", "--url-file", "--event-file", "--head-file"):
@@ -1240,7 +1255,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    started = time.monotonic()
+    started, commit = time.monotonic(), _commit()
     with tempfile.TemporaryDirectory(prefix="kapi-bench-fanout-", dir=args.dir) as tmp:
         result = run(args, Path(tmp), log)
     result = {"config": {"watchers": args.watchers, "h2_connections": args.h2_connections,
@@ -1248,7 +1263,7 @@ def main(argv: list[str] | None = None) -> int:
                          "phase_seconds": args.phase_seconds, "drain_seconds": args.drain_seconds,
                          "search_steps": args.search_steps, "writer_connections": args.writer_connections,
                          "quick": q, "cpus": os.cpu_count(), "python": platform.python_version(),
-                         "commit": _commit()},
+                         "commit": commit, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
               **result, "goals": GOALS, "elapsed_s": round(time.monotonic() - started, 1)}
     write_json(args.output, result)
     print()
