@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     # Type checkers see the pure twins: they are the typed, documented reference.
     from kapi._fast import fanout_py as fanout
     from kapi._fast import protowire_py as protowire
+    from kapi._fast.gowalk_py import copy_zero as go_copy_zero
+    from kapi._fast.gowalk_py import walk as go_walk
     from kapi._fast.jsontree_py import copy_tree
     from kapi._fast.listenc_py import bookmark_line, encode_list_chunks, list_body, watch_line
     from kapi._fast.match_py import MatchTable
@@ -49,6 +51,9 @@ else:
     # The watch cache's fan-out loop and its filtering (offer_event, transition), chosen as a module.
     fanout = _choose("fanout")
     copy_tree = _choose("jsontree").copy_tree
+    _gowalk = _choose("gowalk")
+    go_walk = _gowalk.walk
+    go_copy_zero = _gowalk.copy_zero
 
 USING_EXTENSIONS = _listenc.__name__.endswith("_c") if not TYPE_CHECKING else False
 # The compiled twins were wanted but are not there: not built (setup.py found no C compiler when kapi
@@ -69,4 +74,4 @@ def twins() -> str:
 
 
 __all__ = ["EXTENSIONS_MISSING", "USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line", "copy_tree",
-           "encode_list_chunks", "fanout", "list_body", "protowire", "twins", "watch_line"]
+           "encode_list_chunks", "go_copy_zero", "go_walk", "fanout", "list_body", "protowire", "twins", "watch_line"]

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from kapi._fast import go_copy_zero, go_walk
+
 if TYPE_CHECKING:  # kapi.object.schema re-exports this module's names, so no import of it at run time
     from kapi.object.schema import GVK, Schema
 
@@ -120,8 +122,7 @@ class _Plan:
         self.zero: dict[str, Any] = {}  # the zero struct as Go writes it (a template: copy before use)
 
 
-def _copy_zero(template: dict[str, Any]) -> dict[str, Any]:
-    return {k: _copy_zero(v) if type(v) is dict else v for k, v in template.items()}
+_copy_zero = go_copy_zero
 
 
 def _constant(value: Any) -> Callable[[], Any]:
@@ -192,56 +193,7 @@ def _compile_plans(go: GoTypes) -> dict[str, _Plan]:
 # ------------------------------------------------------------------- walk
 
 
-def _walk(plan: _Plan, obj: dict[str, Any]) -> None:
-    act = plan.act
-    drop: list[str] | None = None
-    for key, value in obj.items():
-        entry = act.get(key)
-        if entry is None:
-            continue  # not a Go field: unknown-field handling is not ours
-        action, arg, extra = entry
-        if action == _SCALAR_OMIT:
-            if value is None or (type(value) in extra and value == arg):
-                (drop := drop or []).append(key)
-        elif action == _STRUCT:
-            if type(value) is dict:
-                _walk(arg, value)
-            elif value is None:
-                obj[key] = _copy_zero(arg.zero)
-        elif action == _OPAQUE:
-            if value is None:
-                obj[key] = arg
-        elif action >= _NIL:
-            if value is None:
-                if action == _NIL_OMIT or action == _COLL_OMIT:
-                    (drop := drop or []).append(key)
-            elif action == _COLL_OMIT and not value and type(value) in _EMPTY_TYPES:
-                (drop := drop or []).append(key)
-            elif extra == _INTO_ONE:
-                if type(value) is dict:
-                    _walk(arg, value)
-            elif extra == _INTO_ITEMS:
-                if type(value) is list:
-                    for i, item in enumerate(value):
-                        if type(item) is dict:
-                            _walk(arg, item)
-                        elif item is None:
-                            value[i] = _copy_zero(arg.zero)  # a null element decodes as the zero struct
-            elif extra == _INTO_VALUES:
-                if type(value) is dict:
-                    for k, item in value.items():
-                        if type(item) is dict:
-                            _walk(arg, item)
-                        elif item is None:
-                            value[k] = _copy_zero(arg.zero)
-        elif value is None:  # _SCALAR: null leaves the Go zero value
-            obj[key] = arg
-    if drop:
-        for key in drop:
-            del obj[key]
-    for key, make in plan.missing:
-        if key not in obj:
-            obj[key] = make()
+_walk = go_walk  # the twin (kapi/_fast/gowalk_*): the hot loop of every write
 
 
 def go_roundtrip(schema: Schema, gvk: GVK | tuple[str, str, str], obj: dict[str, Any]) -> dict[str, Any]:
