@@ -250,7 +250,7 @@ async def _h2_connection(target: Target, paths: list[str], ctx: ssl.SSLContext, 
                         scanner = scanners.get(sid)
                         if scanner is not None:
                             scanner.feed(payload)
-                        size = len(payload) + 9  # flow control counts the whole frame payload; close enough
+                        size = len(payload)  # what flow control counts (less any padding, which kapi sends none of)
                         conn_consumed += size
                         consumed[sid] = consumed.get(sid, 0) + size
                         if flags & END_STREAM:
