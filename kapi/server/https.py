@@ -33,7 +33,9 @@ from typing import Any, Awaitable, Callable
 import h11
 import h11._writers
 import h2.events
+import h2.exceptions
 import orjson
+import priority
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, RawData, Updated
@@ -71,6 +73,9 @@ class ConnectionLimits:
     read_header_timeout_s: float = READ_HEADER_TIMEOUT_S
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_header_bytes: int = MAX_HEADER_BYTES
+
+
+_FLUSH_BYTES = 64 * 1024  # an HTTP/2 connection's DATA frames are written at the latest once this much is made
 
 
 def reason_phrase(code: int) -> bytes:
@@ -205,6 +210,57 @@ class _H2Protocol(H2Protocol):
         if stream.closed or self.streams.get(stream.stream_id) is not stream:
             return
         await super().stream_send(StreamBody(stream_id=stream.stream_id, data=data))
+
+    _unflushed = 0  # bytes of DATA frames made since the last write to the socket
+
+    async def send_task(self) -> None:
+        # hypercorn's sending task, writing once per round over the streams that have data rather than
+        # once per DATA frame: a connection carrying many watches gets one TLS write for what queued
+        # on all of them (at most FLUSH_BYTES at a time), in the same frame order.
+        while not self.closed:
+            try:
+                stream_id = next(self.priority)
+            except priority.DeadlockError:
+                await self._flush()
+                await self.has_data.wait()
+                await self.has_data.clear()
+            else:
+                await self._send_data(stream_id)
+                if self._unflushed >= _FLUSH_BYTES:
+                    await self._flush()
+
+    async def _send_data(self, stream_id: int) -> None:
+        # hypercorn's, without a write per frame (``send_task`` writes).
+        buffer = self.stream_buffers.get(stream_id)
+        try:
+            if buffer is None:
+                raise KeyError(stream_id)
+            chunk_size = max(0, min(self.connection.local_flow_control_window(stream_id),
+                                    self.connection.max_outbound_frame_size))
+            data = await buffer.pop(chunk_size)
+            if data:
+                self.connection.send_data(stream_id, data)
+                self._unflushed += len(data)
+            else:
+                self.priority.block(stream_id)
+            if buffer.complete:
+                self.connection.end_stream(stream_id)
+                await self._flush()
+                del self.stream_buffers[stream_id]
+                self.priority.remove_stream(stream_id)
+        except (h2.exceptions.StreamClosedError, KeyError, h2.exceptions.ProtocolError):
+            # The stream or the connection closed while its data waited: drop it.
+            if buffer is not None:
+                await buffer.close()
+            self.stream_buffers.pop(stream_id, None)
+            try:
+                self.priority.remove_stream(stream_id)
+            except priority.MissingStreamError:
+                pass
+
+    async def _flush(self) -> None:
+        self._unflushed = 0
+        await super()._flush()
 
     def buffered_bytes(self) -> tuple[int, int]:
         """Response bytes waiting in this connection's stream buffers: in all, and in the fullest one."""

@@ -296,3 +296,28 @@ async def test_a_stalled_http1_watch_is_closed_as_slow(served: Served, nursery: 
     rest = await _resumed_rest(client, got[-1]["object"]["metadata"]["resourceVersion"], EVENTS)
     assert seen + rest == list(range(1, EVENTS + 1))
     await h2tls.aclose()
+
+
+async def test_many_http2_watches_on_one_connection_get_every_event(served: Served, nursery: trio.Nursery) -> None:
+    """The frames of many streams written together (one write per round): each watch's bytes whole, in order."""
+    tls = await trio.open_ssl_over_tcp_stream("127.0.0.1", served.port, ssl_context=served.context("h2"),
+                                              https_compatible=True)
+    client = H2Client(tls)
+    await client.start(nursery)
+    rv = str(served.revision)
+    sids = [await client.watch(f"watch=true&resourceVersion={rv}") for _ in range(40)]
+    with trio.fail_after(WAIT_S):
+        while served.connections.statistics().h2_streams < len(sids):
+            await trio.sleep(0.01)
+    count, batch = 300, 25  # a batch at a time: fewer than a watcher's channel holds, none is too slow
+    for first in range(1, count + 1, batch):
+        for i in range(first, first + batch):
+            await served.update(i)
+        with trio.fail_after(WAIT_S):
+            while any(_versions(client.events(sid))[-1:] != [first + batch - 1] for sid in sids):
+                client.received = trio.Event()
+                await client.received.wait()
+    for sid in sids:
+        assert _versions(client.events(sid)) == list(range(1, count + 1))
+    assert served.terminated() == 0
+    await tls.aclose()
