@@ -8,6 +8,7 @@ request (the ``fieldManager`` option or the User-Agent prefix).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -84,12 +85,27 @@ def _parse_time(value: str) -> _dt.datetime:
 
 def normalize_time(value: str) -> str:
     """metav1.Time as it is written back: UTC, whole seconds."""
-    return _parse_time(value).astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not isinstance(value, str):
+        _parse_time(value)  # raises
+    return _normalized(value)
 
 
 def unix_seconds(value: str | None) -> int:
     if not value:
         return 0
+    if not isinstance(value, str):
+        _parse_time(value)  # raises
+    return _unix_seconds(value)
+
+
+# Kept: an object's entries come back with their times at each of its writes.
+@functools.lru_cache(maxsize=4096)
+def _normalized(value: str) -> str:
+    return _parse_time(value).astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@functools.lru_cache(maxsize=4096)
+def _unix_seconds(value: str) -> int:
     return int(_parse_time(value).timestamp() // 1)
 
 
