@@ -111,6 +111,8 @@ class PathElement(str):
     @classmethod
     def of_field(cls, name: str) -> PathElement:
         """A struct field or map key."""
+        if cls is PathElement and type(name) is str:
+            return _field_element(name)
         return cls((0, name), "f:" + name)
 
     @classmethod
@@ -178,6 +180,12 @@ def _scalar_key(items: tuple[tuple[str, type, Any], ...]) -> PathElement:
     """``of_key`` for scalar key values (their type is part of the cache key: ``True == 1``)."""
     keys = {n: v for n, _, v in items}
     return PathElement((1, tuple((n, _value_order(v)) for n, v in keys.items())), "k:" + go_json(keys))
+
+
+@functools.lru_cache(maxsize=16384)
+def _field_element(name: str) -> PathElement:
+    """``of_field``, kept: every walk of an object names the same fields."""
+    return PathElement((0, name), "f:" + name)
 
 
 @functools.lru_cache(maxsize=65536)
