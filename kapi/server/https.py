@@ -207,9 +207,12 @@ class _H2Protocol(H2Protocol):
 
     async def _write_body(self, stream: HTTPStream, data: bytes) -> None:
         """The next piece of ``stream``'s response body into its bounded buffer (waits while it is full)."""
-        if stream.closed or self.streams.get(stream.stream_id) is not stream:
-            return
-        await super().stream_send(StreamBody(stream_id=stream.stream_id, data=data))
+        # A frame's worth at a time: the buffer holds at most its high-water mark and one frame.
+        step = self.connection.max_outbound_frame_size
+        for at in range(0, len(data), step):
+            if stream.closed or self.streams.get(stream.stream_id) is not stream:
+                return
+            await super().stream_send(StreamBody(stream_id=stream.stream_id, data=data[at:at + step]))
 
     _unflushed = 0  # bytes of DATA frames made since the last write to the socket
 
