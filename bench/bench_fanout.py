@@ -1256,6 +1256,7 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, flush=True)
 
     started, commit = time.monotonic(), _commit()
+    started_at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with tempfile.TemporaryDirectory(prefix="kapi-bench-fanout-", dir=args.dir) as tmp:
         result = run(args, Path(tmp), log)
     result = {"config": {"watchers": args.watchers, "h2_connections": args.h2_connections,
@@ -1263,7 +1264,7 @@ def main(argv: list[str] | None = None) -> int:
                          "phase_seconds": args.phase_seconds, "drain_seconds": args.drain_seconds,
                          "search_steps": args.search_steps, "writer_connections": args.writer_connections,
                          "quick": q, "cpus": os.cpu_count(), "python": platform.python_version(),
-                         "commit": commit, "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())},
+                         "commit": commit, "started": started_at},
               **result, "goals": GOALS, "elapsed_s": round(time.monotonic() - started, 1)}
     write_json(args.output, result)
     print()
