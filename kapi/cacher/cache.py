@@ -20,7 +20,7 @@ import random
 from contextlib import contextmanager
 from functools import partial
 from dataclasses import dataclass
-from typing import AsyncContextManager, Awaitable, Callable, Iterator, Protocol, Sequence, TypeVar
+from typing import AsyncContextManager, Iterator, Protocol, Sequence, TypeVar
 
 import trio
 
@@ -37,7 +37,6 @@ T = TypeVar("T")
 log = logging.getLogger("kapi.cacher")
 
 RELIST_PAGE = 10_000
-RELIST_CHUNK = 500  # entries made between two checkpoints of a relist
 FRESHNESS_WAIT_S = 3.0  # consistent reads and "not older than" waits
 PROGRESS_INTERVAL_S = 0.1
 BOOKMARK_TICK_S = 1.0
@@ -160,37 +159,20 @@ class Cacher:
 
 
     async def _relist(self) -> int:
-        """The full list, page by page at the first page's revision: while a page is made into entries,
-        storage reads the next one (in its worker thread: sqlite and etcd's client work without the
-        GIL), and the loop yields every ``RELIST_CHUNK`` entries so that read, and other tasks, go on."""
         entries: list[Entry] = []
-        failed: Exception | None = None  # raised outside the nursery, as it is (not in an exception group)
-        async with trio.open_nursery() as prefetching:
-            try:
-                page = await self.storage.list(self.prefix, limit=RELIST_PAGE)
-                revision = page.revision
-                while True:
-                    following: _Prefetch | None = None
-                    if page.more and page.items:
-                        following = _Prefetch(partial(self.storage.list, self.prefix, revision=revision,
-                                                      start=page.items[-1].key + "\x00", limit=RELIST_PAGE))
-                        prefetching.start_soon(following.run)
-                    items = page.items
-                    for at in range(0, len(items), RELIST_CHUNK):
-                        await trio.lowlevel.checkpoint()
-                        with _paused_gc():
-                            for kv in items[at:at + RELIST_CHUNK]:
-                                entry = self._entry(kv.key, kv.value, kv.revision)
-                                if entry is not None:
-                                    entries.append(entry)
-                    if following is None:
-                        break
-                    page = await following.result()
-            except Exception as exc:
-                failed = exc
-                prefetching.cancel_scope.cancel()
-        if failed is not None:
-            raise failed
+        start: str | None = None
+        revision: int | None = None
+        while True:
+            page = await self.storage.list(self.prefix, revision=revision, start=start, limit=RELIST_PAGE)
+            revision = page.revision
+            with _paused_gc():
+                for kv in page.items:
+                    entry = self._entry(kv.key, kv.value, kv.revision)
+                    if entry is not None:
+                        entries.append(entry)
+            if not page.more or not page.items:
+                break
+            start = page.items[-1].key + "\x00"
         self.store.replace_all(entries)
         self.ring.reset(revision)
         self._set_rv(revision)
@@ -696,32 +678,6 @@ class Cacher:
                 if w.bookmark_due(now) and self.rv >= w.min_revision:
                     w.offer(Bookmark(self.rv))  # dropped when full, as kube does
                     w.bookmark_sent(now)
-
-
-class _Prefetch:
-    """A storage read running while the relist works on the page before; its answer or error is kept
-    for ``result`` (so the relist sees ``RevisionCompacted`` or ``StorageUnavailable`` as it is)."""
-
-    def __init__(self, read: Callable[[], Awaitable[ListResult[KeyValue]]]) -> None:
-        self._read = read
-        self._done = trio.Event()
-        self._page: ListResult[KeyValue] | None = None
-        self._error: Exception | None = None
-
-    async def run(self) -> None:
-        try:
-            self._page = await self._read()
-        except Exception as exc:
-            self._error = exc
-        finally:
-            self._done.set()
-
-    async def result(self) -> ListResult[KeyValue]:
-        await self._done.wait()
-        if self._error is not None:
-            raise self._error
-        assert self._page is not None
-        return self._page
 
 
 @contextmanager
