@@ -42,11 +42,6 @@ class IssuerDiscovery(Protocol):
     def openid_configuration(self, external_address: str) -> bytes | None: ...
 
 Scope = dict[str, Any]
-# The ASGI scope extension under which kapi's server offers a response's body writer once its headers
-# are out: ``await scope["extensions"][BODY_WRITER](data)`` sends ``data`` (not empty) as the next piece
-# of the body, as an ``http.response.body`` message with ``more_body`` would, without the ASGI server's
-# per-message path; it waits as that send would (the socket, an HTTP/2 stream's window).
-BODY_WRITER = "kapi.body_writer"
 _BODY_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 
 
@@ -422,16 +417,14 @@ async def _send(resp: Response, scope: Scope, receive: Any, send: Any, closing: 
             body = b""
         await send({"type": "http.response.body", "body": body, "more_body": False})
         return
-    await _send_stream(resp, receive, send, closing, (scope.get("extensions") or {}).get(BODY_WRITER))
+    await _send_stream(resp, receive, send, closing)
 
 
-async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Event,
-                       write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
+async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Event) -> None:
     """Stream chunks until done, the client goes away, or the server starts shutting down.
 
     A stream of known length (a LIST body) is finite and promised whole by its
     Content-Length: shutting down waits for it as for any in-flight request.
-    ``write``: the server's body writer (``BODY_WRITER``), used for the chunks when it offers one.
     """
     assert resp.stream is not None
     stream = resp.stream
@@ -455,13 +448,8 @@ async def _send_stream(resp: Response, receive: Any, send: Any, closing: trio.Ev
 
         async def pump() -> None:
             try:
-                if write is not None:
-                    async for chunk in stream:
-                        if chunk:  # an empty chunk would end a chunked body
-                            await write(chunk)
-                else:
-                    async for chunk in stream:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                async for chunk in stream:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
             finally:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:

@@ -25,7 +25,7 @@ from typing import AsyncContextManager, Iterator, Protocol, Sequence, TypeVar
 import trio
 
 from kapi import errors
-from kapi._fast import EventRing, fanout
+from kapi._fast import EventRing
 from kapi.object.listopts import ListOptions, decode_continue, encode_continue
 from kapi.metrics import Metrics
 from kapi.storage.base import Event, KeyValue, ListResult, Predicate, Storage
@@ -645,8 +645,16 @@ class Cacher:
 
     async def _dispatch(self, ev: CacheEvent) -> None:
         """Hand the event to each interested watcher without waiting; slow ones share a time budget."""
-        # The loop over every interested watcher is the fan-out twin's (kapi._fast): no await in it.
-        blocked: list[tuple[Watcher, WatchItem]] = fanout.offer_event(list(self._interested(ev)), ev)
+        blocked: list[tuple[Watcher, WatchItem]] = []
+        for w in list(self._interested(ev)):
+            if w.closed or ev.revision <= w.min_revision:
+                continue
+            seen = transition(w.filter, ev)
+            if seen is None:
+                continue
+            item = (ev, *seen)
+            if not w.offer(item):
+                blocked.append((w, item))
         if not blocked:
             return
         budget = self._budget.take()

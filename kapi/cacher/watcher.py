@@ -8,7 +8,6 @@ from typing import Callable, Sequence
 
 import trio
 
-from kapi._fast import fanout
 from kapi.object.selectors import FieldSelector, LabelSelector
 from kapi.cacher.store import CacheEvent, Entry
 
@@ -97,11 +96,18 @@ WatchItem = tuple[CacheEvent, str, bool] | Bookmark
 
 
 def transition(filt: Filter, ev: CacheEvent) -> tuple[str, bool] | None:
-    """What a watcher with ``filt`` sees of ``ev`` (SEMANTICS §2.5): (type, use previous state) or None.
-
-    The fan-out twin's (``kapi._fast.fanout``), which the cacher's dispatch runs over every watcher.
-    """
-    return fanout.transition(filt, ev)
+    """What a watcher with ``filt`` sees of ``ev`` (SEMANTICS §2.5): (type, use previous state) or None."""
+    cur = ev.entry is not None and ev.type != "DELETED" and filt.matches(ev.entry)
+    prev = ev.prev is not None and filt.matches(ev.prev)
+    if ev.type == "DELETED":
+        return ("DELETED", False) if prev or (ev.entry is not None and filt.matches(ev.entry)) else None
+    if cur and not prev:
+        return ("ADDED", False)
+    if cur and prev:
+        return ("MODIFIED", False)
+    if prev:
+        return ("DELETED", True)
+    return None
 
 
 @dataclass(eq=False)

@@ -20,7 +20,7 @@ import trio
 
 from kapi import errors
 from kapi.cacher.cache import Cacher, WatchStart
-from kapi.cacher.watcher import Filter, WatchCounts
+from kapi.cacher.watcher import Filter, WatchCounts, WatchItem
 from kapi.encoding import codec
 from kapi.encoding.watchlines import WatchLines, error_event, object_event
 from kapi.object import meta
@@ -204,7 +204,6 @@ async def watch_lines(reg: Registry, res: Resource, namespace: str, opts: ListOp
 
 
 WATCH_BATCH_BYTES = 256 * 1024  # initial events go out in writes of about this size
-LIVE_WRITE_BYTES = 64 * 1024  # live events queued for a watcher go out in writes of at most about this size
 
 
 async def _one_line(line: bytes) -> AsyncIterator[bytes]:
@@ -280,17 +279,12 @@ async def _cached_watch_lines(cacher: Cacher, start: WatchStart, enc: WatchLines
         if initialized is not None:
             initialized()  # resumed after the last initial write: the writer has taken them all
         async for item in w.receive:
-            # What has queued goes in one write, up to LIVE_WRITE_BYTES: the rest stays queued (shared
-            # events, not copies), so a writer waiting on a slow client holds one such write at most.
-            line = enc.queued((item,), proto)
-            lines, size = [line], len(line)
-            while size < LIVE_WRITE_BYTES:
+            items: list[WatchItem] = [item]
+            while True:
                 try:
-                    line = enc.queued((w.receive.receive_nowait(),), proto)
+                    items.append(w.receive.receive_nowait())
                 except (trio.WouldBlock, trio.EndOfChannel):
                     break
-                lines.append(line)
-                size += len(line)
-            yield b"".join(lines)
+            yield enc.queued(items, proto)
     finally:
         cacher.unregister(w)

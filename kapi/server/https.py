@@ -12,10 +12,7 @@ what kube-apiserver's Go server has and hypercorn's trio worker lacks:
   400 and 431 answers the protocol itself gives to a request it cannot parse;
 - a hard shutdown deadline: when the graceful timeout runs out every connection's socket
   is closed, which also ends a send to a slow reader (hypercorn shields its socket writes
-  from cancellation);
-- a bounded buffer per HTTP/2 stream: a response writer (a watch) whose stream cannot take
-  more bytes (its flow-control window is exhausted) waits, as it does on HTTP/1.1 when the
-  socket is full, so a watch's slow client is the watch cache's slow consumer on either protocol.
+  from cancellation).
 
 There is no cap on the number of connections, as kube-apiserver has none: the deadlines
 bound how long an idle one lives, and the open-file limit is raised as Go raises it.
@@ -31,28 +28,22 @@ from http import HTTPStatus
 from typing import Any, Awaitable, Callable
 
 import h11
-import h11._writers
 import h2.events
-import h2.exceptions
 import orjson
-import priority
 import trio
 from hypercorn.config import Config as HypercornConfig
 from hypercorn.events import Closed, RawData, Updated
 from hypercorn.protocol import ProtocolWrapper
-from hypercorn.protocol.events import Body as StreamBody, Response as StreamResponse
-from hypercorn.protocol.http_stream import HTTPStream
-from hypercorn.protocol.h2 import BUFFER_HIGH_WATER, BUFFER_LOW_WATER, BufferCompleteError, H2Protocol, StreamBuffer
+from hypercorn.protocol.h2 import H2Protocol
 from hypercorn.protocol.h11 import H11Protocol
 from hypercorn.protocol.ws_stream import Handshake
 from hypercorn.trio.task_group import TaskGroup
 from hypercorn.trio.tcp_server import MAX_RECV, TCPServer
 from hypercorn.trio.worker_context import TrioSingleTask, WorkerContext
 from hypercorn.typing import ConnectionState
-from hypercorn.utils import parse_socket_addr, repr_socket_addr, suppress_body, wrap_app
+from hypercorn.utils import parse_socket_addr, repr_socket_addr, wrap_app
 
 from kapi import errors
-from kapi.api.app import BODY_WRITER
 from kapi.chain.authn import PeerCertificates
 
 log = logging.getLogger("kapi")
@@ -73,9 +64,6 @@ class ConnectionLimits:
     read_header_timeout_s: float = READ_HEADER_TIMEOUT_S
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_header_bytes: int = MAX_HEADER_BYTES
-
-
-_FLUSH_BYTES = 64 * 1024  # an HTTP/2 connection's DATA frames are written at the latest once this much is made
 
 
 def reason_phrase(code: int) -> bytes:
@@ -99,30 +87,7 @@ def _protocol_error_body(code: int, max_header_bytes: int) -> bytes:
 
 
 class _H11Protocol(H11Protocol):
-    """hypercorn's HTTP/1.1 protocol with reason phrases and Status bodies on its own error answers,
-    and a direct body writer for chunked responses."""
-
-    write_raw: Callable[[bytes], Awaitable[None]] | None = None  # the connection's (``_Connection.write_raw``)
-
-    async def stream_send(self, event: Any) -> None:
-        await super().stream_send(event)
-        if isinstance(event, StreamResponse) and event.status_code >= 200 and isinstance(self.stream, HTTPStream) \
-                and isinstance(getattr(self.connection, "_writer", None), h11._writers.ChunkedWriter):
-            self.stream.scope["extensions"][BODY_WRITER] = partial(self._write_chunk, self.stream)
-
-    async def _write_chunk(self, stream: HTTPStream, data: bytes) -> None:
-        """One chunk of the response in progress, framed as h11 frames it, handed to the socket at once.
-
-        h11 keeps no count of a chunked body's bytes, so its end still goes through it. Nothing is
-        written once the response's stream is over (the client went away: the writer is cancelled soon).
-        """
-        if stream is not self.stream or stream.closed or self.connection.our_state is not h11.SEND_BODY:
-            return
-        framed = b"%x\r\n%b\r\n" % (len(data), data)
-        if self.write_raw is not None:
-            await self.write_raw(framed)
-        else:
-            await self.send(RawData(data=framed))
+    """hypercorn's HTTP/1.1 protocol with reason phrases and Status bodies on its own error answers."""
 
     async def _send_h11_event(self, event: Any) -> None:
         # hypercorn builds responses without a reason: the status line read "HTTP/1.1 409 " and
@@ -159,116 +124,8 @@ class _H11Protocol(H11Protocol):
         await self._send_h11_event(h11.EndOfMessage())
 
 
-class _BoundedStreamBuffer(StreamBuffer):
-    """One HTTP/2 stream's response bytes not yet sent: its writer waits while it holds the high-water mark.
-
-    hypercorn's own buffer lets its writer go on whenever the sending task takes less than the
-    low-water mark from it, and a stream whose flow-control window is exhausted takes nothing:
-    every write went through, and the events of a watch whose client had stopped reading piled
-    up here without bound (issue 33: 944 MB in 12 s, and no watcher closed as too slow). Here the
-    writer waits until what is left drops below the low-water mark, however much was taken.
-    It holds at most the high-water mark and one write.
-    """
-
-    async def push(self, data: bytes) -> None:
-        if self._complete:
-            raise BufferCompleteError()
-        self.buffer.extend(data)
-        await self._is_empty.clear()
-        while len(self.buffer) >= BUFFER_HIGH_WATER and not self._complete:  # ``close()`` completes it
-            await self._paused.clear()
-            await self._paused.wait()
-
-    async def pop(self, max_length: int) -> bytes:
-        length = min(len(self.buffer), max_length)
-        data = bytes(self.buffer[:length])
-        del self.buffer[:length]
-        if len(self.buffer) < BUFFER_LOW_WATER:
-            await self._paused.set()
-        if not self.buffer:
-            await self._is_empty.set()
-        return data
-
-
 class _H2Protocol(H2Protocol):
-    """hypercorn's HTTP/2 protocol with bounded stream buffers, surviving request data that arrives after its
-    stream's answer ended."""
-
-    async def stream_send(self, event: Any) -> None:
-        if isinstance(event, StreamResponse) and type(self.stream_buffers.get(event.stream_id)) is StreamBuffer:
-            # The response's first event, before any of its body: nothing has been pushed to or waits on
-            # the buffer hypercorn made, and from here on the body goes through a bounded one.
-            self.stream_buffers[event.stream_id] = _BoundedStreamBuffer(self.context.event_class)
-        await super().stream_send(event)
-        if isinstance(event, StreamResponse) and event.status_code >= 200:
-            stream = self.streams.get(event.stream_id)
-            if isinstance(stream, HTTPStream) and not suppress_body(stream.scope["method"], event.status_code):
-                stream.scope["extensions"][BODY_WRITER] = partial(self._write_body, stream)
-
-    async def _write_body(self, stream: HTTPStream, data: bytes) -> None:
-        """The next piece of ``stream``'s response body into its bounded buffer (waits while it is full)."""
-        # A frame's worth at a time: the buffer holds at most its high-water mark and one frame.
-        step = self.connection.max_outbound_frame_size
-        for at in range(0, len(data), step):
-            if stream.closed or self.streams.get(stream.stream_id) is not stream:
-                return
-            await super().stream_send(StreamBody(stream_id=stream.stream_id, data=data[at:at + step]))
-
-    _unflushed = 0  # bytes of DATA frames made since the last write to the socket
-
-    async def send_task(self) -> None:
-        # hypercorn's sending task, writing once per round over the streams that have data rather than
-        # once per DATA frame: a connection carrying many watches gets one TLS write for what queued
-        # on all of them (at most FLUSH_BYTES at a time), in the same frame order.
-        while not self.closed:
-            try:
-                stream_id = next(self.priority)
-            except priority.DeadlockError:
-                await self._flush()
-                await self.has_data.wait()
-                await self.has_data.clear()
-            else:
-                await self._send_data(stream_id)
-                if self._unflushed >= _FLUSH_BYTES:
-                    await self._flush()
-
-    async def _send_data(self, stream_id: int) -> None:
-        # hypercorn's, without a write per frame (``send_task`` writes).
-        buffer = self.stream_buffers.get(stream_id)
-        try:
-            if buffer is None:
-                raise KeyError(stream_id)
-            chunk_size = max(0, min(self.connection.local_flow_control_window(stream_id),
-                                    self.connection.max_outbound_frame_size))
-            data = await buffer.pop(chunk_size)
-            if data:
-                self.connection.send_data(stream_id, data)
-                self._unflushed += len(data)
-            else:
-                self.priority.block(stream_id)
-            if buffer.complete:
-                self.connection.end_stream(stream_id)
-                await self._flush()
-                del self.stream_buffers[stream_id]
-                self.priority.remove_stream(stream_id)
-        except (h2.exceptions.StreamClosedError, KeyError, h2.exceptions.ProtocolError):
-            # The stream or the connection closed while its data waited: drop it.
-            if buffer is not None:
-                await buffer.close()
-            self.stream_buffers.pop(stream_id, None)
-            try:
-                self.priority.remove_stream(stream_id)
-            except priority.MissingStreamError:
-                pass
-
-    async def _flush(self) -> None:
-        self._unflushed = 0
-        await super()._flush()
-
-    def buffered_bytes(self) -> tuple[int, int]:
-        """Response bytes waiting in this connection's stream buffers: in all, and in the fullest one."""
-        sizes = [len(b.buffer) for b in self.stream_buffers.values()]
-        return sum(sizes), max(sizes, default=0)
+    """hypercorn's HTTP/2 protocol, surviving request data that arrives after its stream's answer ended."""
 
     async def _handle_events(self, events: list[h2.events.Event]) -> None:
         # hypercorn forgets a stream once its response is complete, and the next DATA frame the
@@ -299,43 +156,6 @@ class _ProtocolWrapper(ProtocolWrapper):
             self.protocol.connection.decoder.max_header_list_size = self.config.h2_max_header_list_size
 
 
-@dataclass(frozen=True, slots=True)
-class ConnectionStatistics:
-    """The open connections of a server, and the response bytes they hold that the kernel has not taken."""
-
-    connections: int
-    h2_connections: int
-    h2_streams: int  # HTTP/2 streams with a response buffer (an answer not yet complete)
-    buffered_bytes: int  # in HTTP/2 stream buffers, in all (HTTP/1.1 holds none: its writes wait on the socket)
-    largest_stream_buffer_bytes: int
-
-
-class Connections:
-    """The open connections of one ``serve_https``: closed at its shutdown deadline, counted by ``statistics()``."""
-
-    def __init__(self) -> None:
-        self.live: set[_Connection] = set()
-
-    def __len__(self) -> int:
-        return len(self.live)
-
-    def statistics(self) -> ConnectionStatistics:
-        h2 = streams = total = largest = 0
-        for connection in self.live:
-            protocol = getattr(getattr(connection, "protocol", None), "protocol", None)
-            if isinstance(protocol, _H2Protocol):
-                h2 += 1
-                streams += len(protocol.stream_buffers)
-                held, fullest = protocol.buffered_bytes()
-                total += held
-                largest = max(largest, fullest)
-        return ConnectionStatistics(len(self.live), h2, streams, total, largest)
-
-    def abort_all(self) -> None:
-        for connection in list(self.live):
-            connection.abort()
-
-
 class _Connection(TCPServer):
     """One TLS connection: hypercorn's handler with kapi's deadlines and the peer certificate recorded.
 
@@ -347,7 +167,7 @@ class _Connection(TCPServer):
 
     peers: PeerCertificates
     limits: ConnectionLimits
-    connections: Connections
+    live: set[_Connection]
     _scope: trio.CancelScope
     _idle: bool
     _awaiting_headers: bool
@@ -356,12 +176,12 @@ class _Connection(TCPServer):
     async def run(self) -> None:
         self._scope = trio.CancelScope()
         self._idle, self._awaiting_headers, self._header_timer = True, False, TrioSingleTask()
-        self.connections.live.add(self)
+        self.live.add(self)
         try:
             with self._scope:
                 await self._serve()
         finally:
-            self.connections.live.discard(self)
+            self.live.discard(self)
 
     def abort(self) -> None:
         """Close the socket at once; every task blocked on it (a shielded send included) wakes with an error."""
@@ -394,8 +214,6 @@ class _Connection(TCPServer):
                 self.protocol = _ProtocolWrapper(self.app, self.config, self.context, task_group,
                                                  ConnectionState(self.state), True, client, server,
                                                  self.protocol_send, alpn)
-                if isinstance(self.protocol.protocol, _H11Protocol):
-                    self.protocol.protocol.write_raw = self.write_raw
                 await self.protocol.initiate()
                 await self.idle_task.restart(task_group, self._idle_timeout)
                 if alpn != "h2":  # HTTP/2 has no request-header phase to bound (Go's neither)
@@ -428,23 +246,6 @@ class _Connection(TCPServer):
             if data == b"":
                 break
         await self.protocol.handle(Closed())
-
-    async def write_raw(self, data: bytes) -> None:
-        """hypercorn's write of ``RawData`` (under the send lock, shielded; a broken socket closes the
-        protocol), without the scheduling point of taking a free lock: its send is one already."""
-        lock = self.send_lock
-        try:
-            lock.acquire_nowait()
-        except trio.WouldBlock:
-            await lock.acquire()
-        try:
-            try:
-                with trio.CancelScope(shield=True):
-                    await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.protocol.handle(Closed())
-        finally:
-            lock.release()
 
     async def protocol_send(self, event: Any) -> None:
         if isinstance(event, Updated):
@@ -500,13 +301,12 @@ def raise_open_file_limit() -> None:
 
 async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[str, ...], peers: PeerCertificates, *,
                       shutdown_trigger: Callable[[], Awaitable[None]],
-                      limits: ConnectionLimits = ConnectionLimits(), connections: Connections | None = None,
+                      limits: ConnectionLimits = ConnectionLimits(),
                       task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``app`` over TLS until ``shutdown_trigger`` returns, then drain within the graceful timeout.
 
     When the graceful timeout runs out, the connections still open are closed, whatever they
-    are doing: the timeout is a hard deadline. ``connections``: where the open ones are kept
-    (a caller reads their statistics there).
+    are doing: the timeout is a hard deadline.
     """
     apply_limits(config, limits)
     raise_open_file_limit()
@@ -520,10 +320,8 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[st
     for one in (ca_file,) if isinstance(ca_file, str) else ca_file:
         ssl_context.load_verify_locations(one)
     sockets = config.create_sockets()
-    if connections is None:
-        connections = Connections()
-    connection_class = type("TCPServer", (_Connection,), {"peers": peers, "limits": limits,
-                                                          "connections": connections})
+    live: set[_Connection] = set()
+    connection_class = type("TCPServer", (_Connection,), {"peers": peers, "limits": limits, "live": live})
     async with trio.open_nursery() as guard:
         async with trio.open_nursery() as server_nursery:
             listeners = []
@@ -545,14 +343,15 @@ async def serve_https(app: Any, config: HypercornConfig, ca_file: str | tuple[st
             await context.terminated.set()
             deadline = trio.current_time() + config.graceful_timeout
             server_nursery.cancel_scope.deadline = deadline
-            guard.start_soon(_abort_at, deadline, connections)
+            guard.start_soon(_abort_at, deadline, live)
         guard.cancel_scope.cancel()
     if server_nursery.cancel_scope.cancelled_caught:
         log.warning("connections were still open when the %.0f s shutdown timeout ran out; they were closed",
                     config.graceful_timeout)
 
 
-async def _abort_at(deadline: float, connections: Connections) -> None:
+async def _abort_at(deadline: float, live: set[_Connection]) -> None:
     """At the deadline, close every connection's socket: cancellation alone cannot end a shielded send."""
     await trio.sleep_until(deadline)
-    connections.abort_all()
+    for connection in list(live):
+        connection.abort()

@@ -20,7 +20,6 @@ def test_compiled_twins_loaded_when_required() -> None:
     assert kapi._fast.protowire.__name__ == "kapi._fast.protowire_c"
     assert kapi._fast.copy_tree.__module__ == "kapi._fast.jsontree_c"
     assert kapi._fast.go_walk.__module__ == "kapi._fast.gowalk_c"
-    assert kapi._fast.fanout.__name__ == "kapi._fast.fanout_c"
 
 
 def test_pure_twins_when_extensions_are_off() -> None:
@@ -33,4 +32,3 @@ def test_pure_twins_when_extensions_are_off() -> None:
     assert kapi._fast.protowire.__name__ == "kapi._fast.protowire_py"
     assert kapi._fast.copy_tree.__module__ == "kapi._fast.jsontree_py"
     assert kapi._fast.go_walk.__module__ == "kapi._fast.gowalk_py"
-    assert kapi._fast.fanout.__name__ == "kapi._fast.fanout_py"
