@@ -30,7 +30,6 @@ def _choose(name: str) -> ModuleType:
 
 if TYPE_CHECKING:
     # Type checkers see the pure twins: they are the typed, documented reference.
-    from kapi._fast import fanout_py as fanout
     from kapi._fast import protowire_py as protowire
     from kapi._fast.gowalk_py import copy_zero as go_copy_zero
     from kapi._fast.gowalk_py import walk as go_walk
@@ -48,8 +47,6 @@ else:
     MatchTable = _choose("match").MatchTable
     # The protobuf wire twin is chosen as a module: kapi.protobuf reads its plan classes and kind codes.
     protowire = _choose("protowire")
-    # The watch cache's fan-out loop and its filtering (offer_event, transition), chosen as a module.
-    fanout = _choose("fanout")
     copy_tree = _choose("jsontree").copy_tree
     _gowalk = _choose("gowalk")
     go_walk = _gowalk.walk
@@ -74,4 +71,4 @@ def twins() -> str:
 
 
 __all__ = ["EXTENSIONS_MISSING", "USING_EXTENSIONS", "EventRing", "MatchTable", "bookmark_line", "copy_tree",
-           "encode_list_chunks", "go_copy_zero", "go_walk", "fanout", "list_body", "protowire", "twins", "watch_line"]
+           "encode_list_chunks", "go_copy_zero", "go_walk", "list_body", "protowire", "twins", "watch_line"]
