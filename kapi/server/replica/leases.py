@@ -186,7 +186,9 @@ class LeaderElection:
                     with trio.move_on_after(self.retry_s):
                         await self._releasing.wait()
                     continue
-                log.info("leader election: %s holds the %s lease; its controllers start", self.identity, self.name)
+                # Worth saying among replicas; a server alone on its storage always holds it.
+                log.log(logging.DEBUG if self.exclusive else logging.INFO,
+                        "leader election: %s holds the %s lease; its controllers start", self.identity, self.name)
                 await self._lead(task_status)
                 task_status = trio.TASK_STATUS_IGNORED
             await self._release()
